@@ -1,0 +1,175 @@
+"""The one module that reads settings: environment over the TOML file over defaults."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from digests.errors import ConfigError
+
+DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+_RECAP_RE = re.compile(r"^(mon|tue|wed|thu|fri|sat|sun)\s+([01]?\d|2[0-3]):([0-5]\d)$")
+
+
+def bundled_path(name: str) -> Path:
+    """A file shipped inside the ``config`` package (works from a wheel as from a checkout)."""
+    return Path(str(resources.files("config").joinpath(name)))
+
+
+def default_config_path() -> Path:
+    return bundled_path("digestbot.toml")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ShowConfig(_Strict):
+    name: str = Field(min_length=1)
+    feed: str = Field(min_length=1)
+    repo: str = Field(default="pytorch/pytorch", pattern=r"^[\w.-]+/[\w.-]+$")
+
+
+class ChannelConfig(_Strict):
+    id: str = Field(pattern=r"^[CGD][A-Z0-9]{2,}$")
+    team: str = ""
+    shows: list[str] = Field(default_factory=list)
+    keywords: list[str] = Field(default_factory=list)
+    recap: bool = True
+
+
+class ScheduleConfig(_Strict):
+    poll_minutes: int = Field(default=15, ge=1, le=24 * 60)
+    jitter_seconds: int = Field(default=30, ge=0)
+    recap: str = "mon 09:00"
+    max_backoff_minutes: int = Field(default=24 * 60, ge=1)
+
+    @field_validator("recap")
+    @classmethod
+    def _recap(cls, value: str) -> str:
+        value = value.strip().lower()
+        if not _RECAP_RE.match(value):
+            raise ValueError("must look like 'mon 09:00' (weekday and 24-hour time)")
+        return value
+
+    @property
+    def recap_day(self) -> str:
+        return self.recap.split()[0]
+
+    @property
+    def recap_hour(self) -> int:
+        return int(self.recap.split()[1].split(":")[0])
+
+    @property
+    def recap_minute(self) -> int:
+        return int(self.recap.split()[1].split(":")[1])
+
+
+class Settings(BaseSettings):
+    """Everything the bot reads from the outside world, validated once."""
+
+    model_config = SettingsConfigDict(extra="forbid", env_prefix="", case_sensitive=False)
+
+    # From the TOML file.
+    timezone: str = "UTC"
+    shows: list[ShowConfig] = Field(default_factory=list)
+    channels: list[ChannelConfig] = Field(default_factory=list)
+    schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
+    backfill: int = Field(default=1, ge=0, le=50)
+    thread_replies: bool = True
+    quiet_week: bool = False
+    templates_dir: str | None = None
+    team_id: str = "T0LOCAL"
+    max_feed_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)
+
+    # From the environment (also allowed in the file, but secrets belong in the environment).
+    slack_bot_token: str | None = None
+    slack_signing_secret: str | None = None
+    slack_app_token: str | None = None
+    slack_api_url: str = DEFAULT_SLACK_API_URL
+    database_url: str = "sqlite:///digestbot.sqlite3"
+    port: int = 3000
+
+    # Where the file was read from; relative feed paths resolve against its folder.
+    config_path: str = ""
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown timezone {value!r}") from exc
+        return value
+
+    @field_validator("slack_api_url")
+    @classmethod
+    def _api_url(cls, value: str) -> str:
+        return value if value.endswith("/") else value + "/"
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    def show(self, name: str) -> ShowConfig | None:
+        wanted = name.casefold()
+        return next((s for s in self.shows if s.name.casefold() == wanted), None)
+
+    def feed_location(self, show: ShowConfig) -> str:
+        """The show's feed as a URL or an absolute path (relative paths: next to the file)."""
+        feed = show.feed
+        if "://" in feed or Path(feed).is_absolute() or not self.config_path:
+            return feed
+        return str(Path(self.config_path).parent / feed)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Environment first, then what load_settings passed in (the TOML file), then defaults.
+        return (env_settings, init_settings)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file {path} does not exist") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc.strerror}") from exc
+
+
+def _describe(error: ValidationError, path: Path) -> str:
+    first = error.errors()[0]
+    key = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        msg = "unknown key"
+    return f"config file {path}: {key}: {msg}"
+
+
+def load_settings(path: str | Path | None = None) -> Settings:
+    """Read settings once. ``path`` wins over ``DIGESTBOT_CONFIG``, which wins over the default."""
+    chosen = Path(path or os.environ.get("DIGESTBOT_CONFIG") or default_config_path())
+    data = _read_toml(chosen)
+    data["config_path"] = str(chosen.resolve())
+    try:
+        return Settings(**data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, chosen)) from exc

@@ -1,0 +1,55 @@
+"""One error tree for everything digestbot can get wrong.
+
+Every error displays itself: ``str(err)`` is one line a user can act on (like click's
+``ClickException``), and the CLI prints exactly that with exit code 2.
+"""
+
+from __future__ import annotations
+
+
+class DigestError(Exception):
+    """Base of every error digestbot raises on purpose."""
+
+    exit_code = 2
+
+    def format_message(self) -> str:
+        return " ".join(str(self).split())
+
+
+class ConfigError(DigestError):
+    """The configuration file or environment is wrong."""
+
+
+class FetchError(DigestError):
+    """A feed or page could not be fetched."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"cannot fetch {url}: {reason}")
+        self.url = url
+        self.reason = reason
+
+
+class FeedParseError(DigestError):
+    """Fetched bytes are not a feed or episode page we can read."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"cannot parse {source}: {reason}")
+        self.source = source
+        self.reason = reason
+
+
+class EpisodeNotFound(DigestError):
+    """A requested episode is not in the source or the store."""
+
+
+class StoreError(DigestError):
+    """The database is unreachable or refused an operation."""
+
+
+class SlackError(DigestError):
+    """Slack answered with an error we cannot retry away."""
+
+    def __init__(self, method: str, error: str) -> None:
+        super().__init__(f"Slack {method} failed: {error}")
+        self.method = method
+        self.error = error

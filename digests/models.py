@@ -1,0 +1,116 @@
+"""Domain records. Pydantic where data enters; frozen so nothing mutates them in flight."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PullRequestRef(_Frozen):
+    number: int
+    url: str
+    context: str = ""
+
+
+class Episode(_Frozen):
+    """One episode as digestbot understands it (the contract behind ``parse --json``)."""
+
+    guid: str
+    show: str
+    title: str
+    headline: str
+    summary: str = ""
+    published_at: datetime
+    duration_seconds: int | None = None
+    url: str | None = None
+    audio_url: str | None = None
+    pull_requests: tuple[PullRequestRef, ...] = ()
+    nearby: tuple[str, ...] = ()
+    transcript: str = ""
+
+    @field_validator("published_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+    def content_hash(self) -> str:
+        """Fingerprint of what a reader sees; a change means the posted digest is stale."""
+        payload = self.model_dump(mode="json", exclude={"guid", "show"})
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def to_json(self) -> dict[str, object]:
+        return self.model_dump(mode="json")
+
+
+class RawEntry(_Frozen):
+    """What a parser read from one item or page, before extraction cleans it up."""
+
+    guid: str | None = None
+    title: str = ""
+    description: str = ""
+    transcript: str = ""
+    published: str | None = None
+    duration: str | None = None
+    link: str | None = None
+    audio_url: str | None = None
+    nearby: tuple[str, ...] = ()
+    show: str | None = None
+
+
+class ParsedSource(_Frozen):
+    """A parsed feed or page: the show name it claims (if any) and its raw entries."""
+
+    kind: str  # "rss" | "atom" | "page-text" | "page-html"
+    show_title: str | None = None
+    entries: tuple[RawEntry, ...] = ()
+
+
+class Show(_Frozen):
+    name: str
+    feed: str
+    repo: str = "pytorch/pytorch"
+
+
+class RecapEpisode(_Frozen):
+    show: str
+    guid: str
+    headline: str
+    url: str | None = None
+    published_at: datetime
+    duration_seconds: int | None = None
+
+
+class RecapPullRequest(_Frozen):
+    number: int
+    url: str
+    episodes: tuple[str, ...] = Field(default=(), description="headlines of episodes naming it")
+    context: str = ""
+
+
+class WeeklyRecap(_Frozen):
+    """One ISO week of one channel's shows, aggregated."""
+
+    year: int
+    week: int
+    shows: tuple[str, ...]
+    timezone: str
+    start: datetime
+    end: datetime
+    episodes: tuple[RecapEpisode, ...] = ()
+    total_seconds: int = 0
+    pull_requests: tuple[RecapPullRequest, ...] = ()
+    subjects: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.year}-W{self.week:02d}"
