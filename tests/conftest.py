@@ -1,0 +1,8 @@
+"""Shared pytest setup. Fixtures live in tests/fixtures/, one module per real part."""
+
+pytest_plugins = [
+    "tests.fixtures.feeds",
+    "tests.fixtures.slack",
+    "tests.fixtures.store",
+    "tests.fixtures.app",
+]
