@@ -1,0 +1,1 @@
+"""The Slack side of digestbot: app, commands, delivery, scheduler, CLI."""
