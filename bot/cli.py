@@ -1,0 +1,178 @@
+"""``digestbot`` command line: parse, render, run, serve, clock, recap.
+
+Every failure the user can fix ends as one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from config.settings import Settings, load_settings
+from digests.errors import DigestError, EpisodeNotFound
+from digests.models import Episode
+
+PROG = "digestbot"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Slack digests of developer-briefing podcast episodes."
+    )
+    parser.add_argument(
+        "--config", metavar="PATH", help="TOML config file (default: $DIGESTBOT_CONFIG or bundled)"
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="the main job: web app + scheduler (or one poll with --once)")
+    run.add_argument("--once", action="store_true", help="poll every show, deliver, exit")
+    sub.add_parser("serve", help="HTTP handlers only (Procfile web)")
+    sub.add_parser("clock", help="scheduler and delivery only (Procfile clock)")
+
+    parse = sub.add_parser("parse", help="parse a feed or episode page")
+    parse.add_argument("source", help="path or URL of a feed or an episode page")
+    parse.add_argument("--json", action="store_true", help="print episodes as JSON (newest first)")
+    _show_options(parse)
+
+    render = sub.add_parser("render", help="render the digest of an episode")
+    render.add_argument("source", help="path or URL of a feed or an episode page")
+    render.add_argument("--episode", metavar="GUID", help="this episode instead of the newest")
+    render.add_argument("--format", choices=("blocks", "text"), default="blocks")
+    _show_options(render)
+
+    recap = sub.add_parser("recap", help="the weekly recap (Block Kit JSON or text)")
+    recap.add_argument("--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W41 (default: last)")
+    recap.add_argument("--show", metavar="NAME", action="append", help="only this show")
+    recap.add_argument("--format", choices=("blocks", "text"), default="blocks")
+    recap.add_argument("--post", action="store_true", help="post it to --channel")
+    recap.add_argument("--channel", metavar="ID", help="Slack channel ID to post to")
+    return parser
+
+
+def _show_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--show", metavar="NAME", help="show name (default: from the source)")
+    parser.add_argument("--repo", metavar="OWNER/NAME", help="where 'PR 123' points")
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
+    out = stdout or sys.stdout
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        settings = load_settings(args.config)
+        return _dispatch(args, settings, out)
+    except DigestError as exc:
+        print(f"{PROG}: error: {exc.format_message()}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
+    command = args.command
+    if command == "parse":
+        episodes = _episodes_from(settings, args.source, args.show, args.repo)
+        if args.json:
+            json.dump([e.to_json() for e in episodes], out, indent=2, ensure_ascii=False)
+            out.write("\n")
+        else:
+            for episode in episodes:
+                prs = len(episode.pull_requests)
+                out.write(f"{episode.published_at:%Y-%m-%d}  {episode.headline}  ({prs} PRs)\n")
+        return 0
+    if command == "render":
+        episodes = _episodes_from(settings, args.source, args.show, args.repo)
+        episode = _choose(episodes, args.episode, args.source)
+        _print_rendered(settings, episode, args.format, out)
+        return 0
+    if command == "recap":
+        return asyncio.run(_recap(settings, args, out))
+    if command == "run" and args.once:
+        return asyncio.run(_run_once(settings, out))
+    from bot import service
+
+    if command == "run":
+        asyncio.run(service.run_all(settings))
+    elif command == "serve":
+        asyncio.run(service.run_web(settings))
+    elif command == "clock":
+        asyncio.run(service.run_clock(settings))
+    return 0
+
+
+def _episodes_from(
+    settings: Settings, source: str, show: str | None, repo: str | None
+) -> list[Episode]:
+    from digests.extract import build_episodes
+    from digests.fetch import fetch, make_http_client
+    from digests.parse import parse_bytes
+
+    async def get() -> bytes:
+        async with make_http_client() as client:
+            result = await fetch(client, source, max_bytes=settings.max_feed_bytes)
+        return result.content or b""
+
+    data = asyncio.run(get())
+    parsed = parse_bytes(data, source)
+    configured = settings.show(show or parsed.show_title or "") or (
+        settings.shows[0] if settings.shows else None
+    )
+    name = show or (configured.name if configured else None) or parsed.show_title or "Podcast"
+    return build_episodes(parsed, name, repo or (configured.repo if configured else "pytorch/pytorch"))
+
+
+def _choose(episodes: list[Episode], guid: str | None, source: str) -> Episode:
+    if not episodes:
+        raise EpisodeNotFound(f"{source} has no episodes")
+    if guid is None:
+        return episodes[0]
+    for episode in episodes:
+        if episode.guid == guid:
+            return episode
+    raise EpisodeNotFound(f"{source} has no episode with guid {guid!r}")
+
+
+def _print_rendered(settings: Settings, episode: Episode, fmt: str, out: TextIO) -> None:
+    from digests.render import Renderer
+
+    renderer = Renderer(settings.templates_dir, tz=settings.tz)
+    if fmt == "text":
+        out.write(renderer.digest_text(episode).rstrip("\n") + "\n")
+    else:
+        _dump(renderer.digest(episode), out)
+
+
+def _dump(payload: Any, out: TextIO) -> None:
+    json.dump(payload, out, indent=2, ensure_ascii=False)
+    out.write("\n")
+
+
+async def _run_once(settings: Settings, out: TextIO) -> int:
+    from bot import service
+
+    report = await service.run_once(settings, out)
+    return 0 if report is None or not getattr(report, "fatal", False) else 1
+
+
+async def _recap(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
+    from bot import service
+
+    return await service.recap(
+        settings,
+        out,
+        week=args.week,
+        shows=args.show,
+        fmt=args.format,
+        post=args.post,
+        channel=args.channel,
+    )

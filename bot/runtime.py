@@ -1,0 +1,67 @@
+"""Wiring: builds the real parts from settings. The only place that knows all of them."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from config.settings import Settings
+from digests.errors import ConfigError, DigestError
+from digests.store import Store
+
+log = logging.getLogger(__name__)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def open_store(settings: Settings) -> Store:
+    """The store, migrated, with every configured show known to it."""
+    store = Store.open(settings.database_url)
+    for show in settings.shows:
+        store.ensure_show(show.name, settings.feed_location(show), show.repo)
+    return store
+
+
+def sync_config_channels(settings: Settings, store: Store, team_id: str) -> int:
+    """Subscribe the channels named in the config file; returns how many were added.
+
+    An existing subscription is left alone so a paused one (archived channel, say) stays
+    paused across restarts instead of failing again on every start.
+    """
+    added = 0
+    all_shows = [s.name for s in settings.shows]
+    for channel in settings.channels:
+        for show in channel.shows or all_shows:
+            if settings.show(show) is None:
+                raise ConfigError(
+                    f"channel {channel.id} follows show {show!r}, which is not configured"
+                )
+            if store.subscriptions(team_id=team_id, channel_id=channel.id, show=show):
+                continue
+            store.subscribe(
+                team_id,
+                channel.id,
+                show,
+                keywords=channel.keywords,
+                recap=channel.recap,
+                source="config",
+            )
+            added += 1
+    return added
+
+
+async def resolve_team_id(settings: Settings) -> str:
+    """The workspace the bot token belongs to (``auth.test``), or the configured default."""
+    if not settings.slack_bot_token:
+        return settings.team_id
+    from bot.slack import make_web_client
+
+    client = make_web_client(settings)
+    try:
+        response = await client.auth_test()
+    except Exception as exc:  # slack_sdk raises several unrelated types for one failure
+        raise DigestError(f"cannot reach Slack at {settings.slack_api_url}: {exc}") from exc
+    return str(response.get("team_id") or settings.team_id)
+
