@@ -128,7 +128,9 @@ def _episodes_from(
         settings.shows[0] if settings.shows else None
     )
     name = show or (configured.name if configured else None) or parsed.show_title or "Podcast"
-    return build_episodes(parsed, name, repo or (configured.repo if configured else "pytorch/pytorch"))
+    return build_episodes(
+        parsed, name, repo or (configured.repo if configured else "pytorch/pytorch")
+    )
 
 
 def _choose(episodes: list[Episode], guid: str | None, source: str) -> Episode:

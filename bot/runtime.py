@@ -64,4 +64,3 @@ async def resolve_team_id(settings: Settings) -> str:
     except Exception as exc:  # slack_sdk raises several unrelated types for one failure
         raise DigestError(f"cannot reach Slack at {settings.slack_api_url}: {exc}") from exc
     return str(response.get("team_id") or settings.team_id)
-

@@ -12,7 +12,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from config.settings import Settings
 
 
-def make_web_client(settings: Settings, *, max_retries: int = 3, timeout: int = 10) -> AsyncWebClient:
+def make_web_client(
+    settings: Settings, *, max_retries: int = 3, timeout: int = 10
+) -> AsyncWebClient:
     """An AsyncWebClient pointed at ``settings.slack_api_url`` with bounded retries.
 
     Retries cover 429 (waiting Retry-After), 5xx and connection errors. A retried

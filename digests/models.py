@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -88,6 +88,7 @@ class RecapEpisode(_Frozen):
     url: str | None = None
     published_at: datetime
     duration_seconds: int | None = None
+    pr_count: int = 0
 
 
 class RecapPullRequest(_Frozen):
@@ -95,6 +96,7 @@ class RecapPullRequest(_Frozen):
     url: str
     episodes: tuple[str, ...] = Field(default=(), description="headlines of episodes naming it")
     context: str = ""
+    guids: tuple[str, ...] = Field(default=(), description="guids of those episodes, same order")
 
 
 class WeeklyRecap(_Frozen):
@@ -110,6 +112,16 @@ class WeeklyRecap(_Frozen):
     total_seconds: int = 0
     pull_requests: tuple[RecapPullRequest, ...] = ()
     subjects: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+    untimed_episodes: int = Field(default=0, description="episodes with no known duration")
+
+    @property
+    def first_day(self) -> date:
+        return date.fromisocalendar(self.year, self.week, 1)
+
+    @property
+    def last_day(self) -> date:
+        return date.fromisocalendar(self.year, self.week, 7)
 
     @property
     def key(self) -> str:

@@ -81,7 +81,9 @@ def test_environment_wins_over_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert settings.port == 8123
 
 
-def test_digestbot_config_env_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_digestbot_config_env_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DIGESTBOT_CONFIG", str(write(tmp_path, MINIMAL)))
     assert load_settings().timezone == "Europe/Berlin"
 

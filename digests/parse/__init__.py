@@ -1,6 +1,197 @@
 """Parsing: bytes of a feed or page → ``ParsedSource``; detection by content, not name.
 
-CONTRACT (implemented by the parse work):
-``parse_bytes(data: bytes, source: str, content_type: str | None = None) -> ParsedSource``
-raising ``FeedParseError``; then ``digests.extract.build_episodes(parsed, show, repo)``.
+CONTRACT: ``parse_bytes(data: bytes, source: str, content_type: str | None = None) ->
+ParsedSource`` raising ``FeedParseError``; then ``digests.extract.build_episodes(parsed, show,
+repo)``. ``content_type`` only supplies a charset: a server's label never overrides what the
+bytes are.
 """
+
+from __future__ import annotations
+
+import codecs
+import re
+import threading
+
+from lxml import etree
+
+from digests.errors import FeedParseError
+from digests.models import ParsedSource
+from digests.parse.feeds import ATOM_NS, parse_atom, parse_rss
+from digests.parse.pages import read_html, read_text_layout, text_page_entry
+from digests.parse.text import html_parser
+
+__all__ = ["parse_bytes"]
+
+_SNIFF = 16_384
+_LEADING_WS = re.compile(rb"[ \t\r\n]*")
+# The first real start tag: not a PI (<?), comment or doctype (<!).
+_FIRST_TAG = re.compile(r"<([A-Za-z_][\w.:-]*)")
+_PROLOG_SKIP = re.compile(r"<\?.*?\?>|<!--.*?-->|<![^\[>]*(?:\[.*?\])?\s*>", re.S)
+_HTML_DOCTYPE = re.compile(r"<!doctype\s+html", re.I)
+_XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
+_CHARSET = re.compile(rb"""charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", re.I)
+_XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9_.:-]{1,40})""")
+
+_HTML_ROOTS = frozenset({"html", "head", "body", "div", "p", "main", "article", "section"})
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_MAGIC = (
+    (b"\x1f\x8b", "gzip-compressed data"),
+    (b"PK\x03\x04", "a zip archive"),
+    (b"%PDF", "a PDF document"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"ID3", "an MP3 file"),
+    (b"OggS", "an Ogg file"),
+)
+
+_local = threading.local()
+
+
+def _xml_parser() -> etree.XMLParser:
+    """No entity expansion, no DTD, no network, no huge text nodes: no XXE, no bombs."""
+    parser: etree.XMLParser | None = getattr(_local, "xml", None)
+    if parser is None:
+        parser = etree.XMLParser(
+            resolve_entities=False,
+            no_network=True,
+            load_dtd=False,
+            huge_tree=False,
+            collect_ids=False,
+        )
+        _local.xml = parser
+    return parser
+
+
+def parse_bytes(data: bytes, source: str, content_type: str | None = None) -> ParsedSource:
+    """Read a podcast feed (RSS, Atom) or one episode page (HTML, plain text)."""
+    if not data or _LEADING_WS.match(data).end() == len(data):  # type: ignore[union-attr]
+        raise FeedParseError(source, "the document is empty")
+    encoding = _bom_encoding(data)
+    if encoding is None:
+        _refuse_binary(data, source)
+    head = _decode(data[:_SNIFF], encoding or "utf-8", errors="replace").lstrip()
+    if head.startswith("<"):
+        root_name = _root_name(head)
+        if root_name in ("rss", "rdf", "feed"):
+            return _parse_feed(data, source)
+        if root_name in _HTML_ROOTS or _HTML_DOCTYPE.search(head[:2048]):
+            return _parse_html(_text(data, encoding, content_type), source)
+        try:
+            return _parse_feed(data, source)
+        except FeedParseError as err:
+            if "malformed" not in err.reason:
+                raise
+        # Not well-formed and not a feed root: HTML that skipped <html>, or junk.
+        return _parse_html(_text(data, encoding, content_type), source)
+    return _parse_text(_text(data, encoding, content_type), source)
+
+
+def _bom_encoding(data: bytes) -> str | None:
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            return name
+    return None
+
+
+def _refuse_binary(data: bytes, source: str) -> None:
+    for magic, what in _MAGIC:
+        if data.startswith(magic):
+            raise FeedParseError(source, f"this is {what}, not a feed or episode page")
+    head = data[:1024]
+    controls = sum(1 for b in head if b < 32 and b not in (9, 10, 13))
+    if b"\x00" in head or controls > len(head) // 10:
+        raise FeedParseError(source, "binary data, not a feed or episode page")
+
+
+def _root_name(head: str) -> str:
+    rest = _PROLOG_SKIP.sub("", head[:_SNIFF])
+    m = _FIRST_TAG.search(rest)
+    if m is None:
+        return ""
+    return m.group(1).rsplit(":", 1)[-1].lower()
+
+
+def _decode(data: bytes, encoding: str, errors: str = "strict") -> str:
+    return data.decode(encoding, errors)
+
+
+def _text(data: bytes, bom: str | None, content_type: str | None) -> str:
+    """Bytes → str: BOM, then the server's charset, then the document's own, then UTF-8."""
+    candidates: list[str] = []
+    if bom:
+        candidates.append(bom)
+    if content_type:
+        m = _CHARSET.search(content_type.encode("latin-1", "replace"))
+        if m:
+            candidates.append(m.group(1).decode("ascii"))
+    m = _XML_ENCODING.match(data[:512]) or _CHARSET.search(data[:4096])
+    if m:
+        candidates.append(m.group(1).decode("ascii"))
+    candidates.append("utf-8")
+    for name in candidates:
+        try:
+            return data.decode(name)
+        except (LookupError, UnicodeDecodeError):
+            continue
+    # Windows-1252 is what undeclared non-UTF-8 text on the web almost always is.
+    return data.decode("cp1252", "replace")
+
+
+def _parse_feed(data: bytes, source: str) -> ParsedSource:
+    try:
+        root = etree.fromstring(data, _xml_parser())
+    except etree.XMLSyntaxError as err:
+        raise FeedParseError(source, f"malformed XML: {_xml_reason(err)}") from err
+    except (etree.ParserError, ValueError) as err:
+        raise FeedParseError(source, f"malformed XML: {err}") from err
+    tag = root.tag if isinstance(root.tag, str) else ""
+    local = tag.rsplit("}", 1)[-1].lower()
+    if local in ("rss", "rdf"):
+        return parse_rss(root, source)
+    if local == "feed":
+        if tag != "{" + ATOM_NS + "}feed":
+            raise FeedParseError(source, f"unsupported Atom version (root {tag!r})")
+        return parse_atom(root, source)
+    if local == "html":
+        return _parse_html(etree.tostring(root, encoding="unicode"), source)
+    raise FeedParseError(source, f"XML but not a feed (root element <{local or '?'}>)")
+
+
+def _xml_reason(err: etree.XMLSyntaxError) -> str:
+    msg = " ".join(str(err.msg or err).split())
+    return f"{msg} (line {err.lineno})" if err.lineno else msg
+
+
+def _parse_html(markup: str, source: str) -> ParsedSource:
+    markup = _XML_DECL.sub("", markup, count=1)
+    try:
+        root = etree.fromstring(markup, html_parser())
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError) as err:
+        raise FeedParseError(source, f"unreadable HTML: {err}") from err
+    if root is None:
+        raise FeedParseError(source, "the HTML document is empty")
+    url = source if source.startswith(("http://", "https://")) else None
+    show, entry, feed_link = read_html(root, url)
+    if entry is None:
+        hint = f"; it links the feed {feed_link}" if feed_link else ""
+        raise FeedParseError(source, f"HTML page without a podcast episode{hint}")
+    return ParsedSource(kind="page-html", show_title=show, entries=(entry,))
+
+
+def _parse_text(text: str, source: str) -> ParsedSource:
+    page = read_text_layout(text)
+    if not page.is_episode:
+        raise FeedParseError(
+            source,
+            "not a feed or episode page (no XML or HTML, and no episode title with a "
+            "date, duration or transcript)",
+        )
+    show, entry = text_page_entry(page)
+    return ParsedSource(kind="page-text", show_title=show, entries=(entry,))

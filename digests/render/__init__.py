@@ -1,13 +1,30 @@
 """Rendering: Jinja2 templates → Block Kit messages that Slack accepts, feed text escaped.
 
-CONTRACT (implemented by the render work):
-
 - ``Message`` — ``{"text": str, "blocks": list[dict]}``; ``text`` is always set (fallback).
 - ``Renderer(templates_dir: str | None = None, tz: tzinfo = UTC)`` with
   ``digest(episode, *, buttons=True) -> Message``   the channel post
   ``digest_text(episode) -> str``                   plain text (CLI ``--format text``)
-  ``thread_reply(episode) -> Message``              full PR list + transcript excerpt
-  ``episode_list(episodes, title) -> Message``      one line each: date · headline · dur · PRs
-- ``escape.mrkdwn(text)``, ``escape.link(url, label)``, ``escape.truncate(text, limit)``.
+  ``thread_reply(episode) -> list[Message]``        full PR list + transcript excerpt
+  ``episode_list(episodes, title, *, empty=None) -> Message``  one line each
+  ``episode_line(episode) -> Mrkdwn``               date · <url|headline> · 2:31 · 3 PRs
+  ``render(template, **context) -> Message``         any template, within limits
+- ``escape.mrkdwn(text)``, ``escape.link(url, label)``, ``escape.truncate(text, limit)``,
+  ``escape.plain(text)``; ``blocks`` — small builders (header, section, context, …).
 - ``limits`` — Block Kit limits and ``fit(message)`` that enforces them.
 """
+
+from digests.render.escape import Mrkdwn, link, mrkdwn, plain, truncate
+from digests.render.limits import Message, fit
+from digests.render.renderer import Renderer, message_to_text
+
+__all__ = [
+    "Message",
+    "Mrkdwn",
+    "Renderer",
+    "fit",
+    "link",
+    "message_to_text",
+    "mrkdwn",
+    "plain",
+    "truncate",
+]

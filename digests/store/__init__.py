@@ -1,6 +1,8 @@
 """Storage: SQLAlchemy over SQLite (default) or PostgreSQL. SQL rows never leave this package.
 
-CONTRACT (implemented by the store work; other modules code against these signatures).
+``Store.open(url)`` gives a migrated store (Alembic migrations ship in
+``digests/store/migrations``); tables are in ``schema.py``; the delivery ledger
+(``ledger.py``) works on ``Store.engine``. Test fixtures: ``tests/fixtures/store.py``.
 """
 
 from digests.store.records import (

@@ -1,0 +1,91 @@
+"""`/episodes`: text → command → reply. ``answer`` is the whole path minus Slack itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.commands import episodes, subscriptions
+from bot.commands.base import Deps, Invocation
+from bot.commands.parse import (
+    SHAREABLE,
+    Command,
+    CommandError,
+    Help,
+    Latest,
+    ListSubscriptions,
+    NearbyDate,
+    NearbyPr,
+    NearbyTitle,
+    Pr,
+    Recent,
+    Search,
+    Status,
+    Subscribe,
+    Unsubscribe,
+    Week,
+    parse_command,
+    unparse,
+)
+from bot.commands.replies import error_reply, help_reply, share_gone, with_share
+from digests.render.limits import Message
+
+__all__ = ["Answer", "Deps", "Invocation", "answer", "run_command"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    message: Message
+    # Canonical text to re-run for "Share in channel"; None when the reply is not shareable
+    # (help, changes, errors, and a refused share).
+    share: str | None = None
+
+
+def run_command(command: Command, deps: Deps, invocation: Invocation) -> Message:
+    """Dispatch one parsed command to its handler."""
+    match command:
+        case Recent():
+            return episodes.recent(command, deps)
+        case Latest():
+            return episodes.latest(command, deps)
+        case NearbyDate() | NearbyTitle() | NearbyPr():
+            return episodes.nearby(command, deps)
+        case Pr():
+            return episodes.pr(command, deps)
+        case Search():
+            return episodes.search(command, deps)
+        case Week():
+            return episodes.week(command, deps, invocation)
+        case Subscribe():
+            return subscriptions.subscribe(command, deps, invocation)
+        case Unsubscribe():
+            return subscriptions.unsubscribe(command, deps, invocation)
+        case ListSubscriptions():
+            return subscriptions.list_subscriptions(command, deps, invocation)
+        case Status():
+            return subscriptions.status(command, deps, invocation)
+        case Help():
+            return help_reply(command.unknown)
+    raise AssertionError(f"unhandled command {command!r}")
+
+
+def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = False) -> Answer:
+    """The reply to ``/episodes <text>``: bad arguments become a usage reply, not an error.
+
+    ``for_share``: the text comes back from a "Share in channel" button; only read-only
+    commands may run again that way, and the copy carries no share button of its own.
+    """
+    try:
+        command = parse_command(text, deps.shows)
+    except CommandError as exc:
+        return Answer(error_reply(exc))
+    shareable = isinstance(command, SHAREABLE)
+    if for_share and not shareable:
+        return Answer(share_gone())
+    if isinstance(command, Week) and command.day is None:
+        # Pin the week now, so a reply shared next Monday still shows the week it showed.
+        command = Week(deps.today())
+    reply = run_command(command, deps, invocation)
+    if not shareable:
+        return Answer(reply)
+    share = unparse(command)
+    return Answer(reply if for_share else with_share(reply, share), share)

@@ -1,0 +1,106 @@
+"""Small Block Kit pieces for the Slack side's own replies (errors, help, share button).
+
+Everything passed in as ``text`` here is mrkdwn we wrote or already escaped; feed text goes
+through ``digests.render.escape`` before it reaches these helpers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from bot import messages as msg
+from bot.commands.parse import CommandError
+from digests.render import blocks, escape, limits
+from digests.render.escape import Mrkdwn
+from digests.render.limits import Block, Message
+
+MAX_BLOCKS = limits.BLOCKS_PER_MESSAGE
+SHARE_ACTION = "episodes_share"
+_USER_RE = re.compile(r"^[UW][A-Z0-9]{2,}$")
+
+
+def section(text: str) -> Block:
+    """A mrkdwn section from text we composed; every outside part must be escaped already."""
+    return blocks.section(Mrkdwn(text))
+
+
+def context(*texts: str) -> Block:
+    return blocks.context(Mrkdwn(t) for t in texts)
+
+
+def divider() -> Block:
+    return blocks.divider()
+
+
+def message(text: str, content: list[Block], *, max_blocks: int = MAX_BLOCKS) -> Message:
+    """A message Slack accepts: ``fit`` cuts blocks, text and the fallback to their limits.
+
+    ``text`` (the notification fallback) is composed mrkdwn, like a section's text.
+    """
+    return limits.fit(Message(text=text, blocks=content), max_blocks=max_blocks)
+
+
+def error_reply(error: CommandError) -> Message:
+    """One line of reason, then the usage it concerns; never a stack trace."""
+    # Reasons quote the user's own words back, and usage lines contain `<` `>`: escape both.
+    reason, usage = escape.mrkdwn(error.reason), escape.mrkdwn(error.usage)
+    return message(
+        f"{reason} Usage: {usage}",
+        [section(f":warning: {reason}"), context(f"Usage: {usage}")],
+    )
+
+
+def help_reply(unknown: str | None = None) -> Message:
+    lead = escape.mrkdwn(msg.UNKNOWN_SUBCOMMAND.format(word=unknown)) + " " if unknown else ""
+    lines = "\n".join(f"• {escape.mrkdwn(line)}" for line in msg.USAGE.values())
+    examples = " · ".join(escape.mrkdwn(e) for e in msg.HELP_EXAMPLES)
+    return message(
+        f"{lead}{msg.HELP_TITLE}",
+        [
+            section(f"{lead}*{msg.HELP_TITLE}*"),
+            section(lines),
+            context(f"Examples: {examples}"),
+            context(msg.HELP_FOOTER),
+        ],
+    )
+
+
+def share_gone() -> Message:
+    return message(msg.SHARE_GONE, [section(msg.SHARE_GONE)])
+
+
+def share_value(command_text: str) -> str:
+    return json.dumps({"c": command_text}, separators=(",", ":"))[:2000]
+
+
+def read_share_value(value: str) -> str | None:
+    """The command text a Share button carries, or None when the value is not ours."""
+    try:
+        data = json.loads(value)
+    except (ValueError, TypeError):
+        return None
+    text = data.get("c") if isinstance(data, dict) else None
+    return text if isinstance(text, str) else None
+
+
+def with_share(reply: Message, command_text: str) -> Message:
+    """The reply plus a "Share in channel" button, still within the 50-block limit."""
+    button = blocks.actions(
+        [blocks.button(msg.SHARE_BUTTON, SHARE_ACTION, share_value(command_text))],
+        block_id=SHARE_ACTION,
+    )
+    kept = list(reply["blocks"])[: MAX_BLOCKS - 1]
+    return Message(text=reply["text"], blocks=[*kept, button])
+
+
+def shared_copy(reply: Message, user_id: str) -> Message:
+    """What goes in the channel: the same blocks, minus our button, plus who shared it."""
+    kept = [b for b in reply["blocks"] if not (b.get("type") == "actions" and _has_share(b))]
+    if _USER_RE.match(user_id):
+        kept = [*kept[: MAX_BLOCKS - 1], context(msg.SHARED_BY.format(user=user_id))]
+    return Message(text=reply["text"], blocks=kept)
+
+
+def _has_share(block: Block) -> bool:
+    return any(e.get("action_id") == SHARE_ACTION for e in block.get("elements", []))

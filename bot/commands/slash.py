@@ -1,0 +1,54 @@
+"""The `/episodes` listener: parse, answer from the store, ack with the reply (ephemeral)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp
+
+from bot import messages as msg
+from bot.commands import Answer, answer
+from bot.commands.base import Deps, Invocation
+from bot.commands.replies import message, section
+from digests.errors import StoreError
+from digests.render.limits import Message
+
+log = logging.getLogger(__name__)
+
+
+def failure_reply(exc: BaseException) -> Message:
+    """One line for the user; the details go to the log, never to Slack."""
+    reason = msg.REASON_STORE if isinstance(exc, StoreError) else msg.REASON_UNEXPECTED
+    text = msg.INTERNAL_ERROR.format(reason=reason)
+    return message(text, [section(f":warning: {text}")])
+
+
+async def answer_off_loop(
+    text: str, deps: Deps, invocation: Invocation, *, for_share: bool = False
+) -> Answer:
+    """``answer`` in a worker thread: the store is synchronous SQL, and one slow query must
+    not stall every other request on the event loop."""
+    try:
+        return await asyncio.to_thread(answer, text, deps, invocation, for_share=for_share)
+    except Exception as exc:  # any failure becomes a one-line reply, never an error page
+        log.exception("/episodes %r failed", text[:100])
+        return Answer(failure_reply(exc))
+
+
+def invocation_of(command: dict[str, Any]) -> Invocation:
+    return Invocation(
+        team_id=str(command.get("team_id") or ""),
+        channel_id=str(command.get("channel_id") or ""),
+        user_id=str(command.get("user_id") or ""),
+    )
+
+
+def register_slash(app: AsyncApp, deps: Deps) -> None:
+    @app.command(msg.COMMAND)
+    async def on_episodes(ack: AsyncAck, command: dict[str, Any]) -> None:
+        text = str(command.get("text") or "")
+        result = await answer_off_loop(text, deps, invocation_of(command))
+        reply = result.message
+        await ack(response_type="ephemeral", text=reply["text"], blocks=reply["blocks"])

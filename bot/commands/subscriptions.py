@@ -1,0 +1,111 @@
+"""Channel subscriptions: subscribe, unsubscribe, list, status."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from bot import messages as msg
+from bot.commands.base import Deps, Invocation
+from bot.commands.parse import ListSubscriptions, Status, Subscribe, Unsubscribe
+from bot.commands.replies import Block, divider, message, section
+from digests.render import escape
+from digests.render.limits import Message
+from digests.store import FetchState, Subscription
+
+
+def _keywords(keywords: Sequence[str]) -> str:
+    return ", ".join(f"“{escape.mrkdwn(k)}”" for k in keywords)
+
+
+def when(value: datetime | None, deps: Deps) -> str:
+    if value is None:
+        return msg.STATUS_NEVER
+    local = value.astimezone(deps.settings.tz)
+    return f"{local:%Y-%m-%d %H:%M} {deps.settings.timezone}"
+
+
+def _reply(text: str) -> Message:
+    return message(text, [section(text)])
+
+
+def subscribe(command: Subscribe, deps: Deps, invocation: Invocation) -> Message:
+    deps.store.subscribe(
+        invocation.team_id, invocation.channel_id, command.show, keywords=command.keywords
+    )
+    wanted = (
+        msg.SUBSCRIBED_FILTER.format(keywords=_keywords(command.keywords))
+        if command.keywords
+        else ""
+    )
+    return _reply(msg.SUBSCRIBED.format(show=escape.mrkdwn(command.show), filter=wanted))
+
+
+def unsubscribe(command: Unsubscribe, deps: Deps, invocation: Invocation) -> Message:
+    removed = deps.store.unsubscribe(invocation.team_id, invocation.channel_id, command.show)
+    if not removed:
+        what = f"*{escape.mrkdwn(command.show)}*" if command.show else msg.ANY_SHOW
+        return _reply(msg.NOT_SUBSCRIBED.format(what=what))
+    if command.show:
+        return _reply(msg.UNSUBSCRIBED.format(show=escape.mrkdwn(command.show)))
+    return _reply(msg.UNSUBSCRIBED_ALL.format(count=removed))
+
+
+def subscription_line(sub: Subscription, deps: Deps) -> str:
+    wanted = msg.LIST_FILTER.format(keywords=_keywords(sub.keywords)) if sub.keywords else ""
+    paused = (
+        msg.LIST_PAUSED.format(
+            when=when(sub.paused_at, deps), reason=escape.mrkdwn(sub.paused_reason or "")
+        )
+        if sub.paused
+        else ""
+    )
+    return msg.LIST_LINE.format(
+        show=escape.mrkdwn(sub.show),
+        filter=wanted,
+        recap="" if sub.recap else msg.LIST_NO_RECAP,
+        paused=paused,
+    )
+
+
+def list_subscriptions(command: ListSubscriptions, deps: Deps, invocation: Invocation) -> Message:
+    subs = deps.store.subscriptions(team_id=invocation.team_id, channel_id=invocation.channel_id)
+    if not subs:
+        return _reply(msg.LIST_EMPTY)
+    lines = "\n".join(f"• {subscription_line(s, deps)}" for s in subs[:40])
+    return message(msg.LIST_TITLE, [section(f"*{msg.LIST_TITLE}*"), section(lines)])
+
+
+def status_line(show: str, state: FetchState, deps: Deps) -> str:
+    error = (
+        escape.mrkdwn(escape.truncate(state.last_error, 300))
+        if state.last_error
+        else msg.STATUS_NONE
+    )
+    return msg.STATUS_LINE.format(
+        show=escape.mrkdwn(show),
+        polled=when(state.last_polled_at, deps),
+        success=when(state.last_success_at, deps),
+        error=error,
+        failures=state.failures,
+        next=when(state.next_poll_at, deps) if state.next_poll_at else msg.STATUS_NOT_SCHEDULED,
+    )
+
+
+def status(command: Status, deps: Deps, invocation: Invocation) -> Message:
+    blocks: list[Block] = [section(f"*{msg.STATUS_TITLE}*")]
+    for show in deps.shows[:40]:
+        blocks.append(section(status_line(show, deps.store.fetch_state(show), deps)))
+    if not deps.shows:
+        blocks.append(section(msg.NO_SHOWS))
+    paused = [
+        s
+        for s in deps.store.subscriptions(
+            team_id=invocation.team_id, channel_id=invocation.channel_id
+        )
+        if s.paused
+    ]
+    if paused:
+        lines = "\n".join(f"• {subscription_line(s, deps)}" for s in paused[:20])
+        blocks += [divider(), section(f"*{msg.STATUS_PAUSED_TITLE}*\n{lines}")]
+    return message(msg.STATUS_TITLE, blocks)

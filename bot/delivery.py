@@ -1,0 +1,530 @@
+"""Delivering exactly once: the ledger protocol around every post.
+
+For each delivery: a ``pending`` ledger row exists (inserted if new) → the row is claimed
+(``posting``, compare-and-set, committed) → ``chat.postMessage`` with metadata naming the key
+→ the ``ts`` is stored → thread replies → ``posted``. A row found in ``posting`` whose owner
+is dead may or may not have reached Slack, so it is resolved by looking for its metadata in
+the channel's history before anything is posted again.
+
+Channels run in parallel, each as its own sequence (paced to about one post per second);
+a semaphore bounds the Slack calls in flight, so a channel waiting out its pace or a
+``Retry-After`` holds no slot. Ledger writes go through one thread and are grouped into
+shared transactions, so the database keeps up with the fan-out without blocking the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, TypeVar
+
+import sqlalchemy as sa
+
+from bot.outbox import Outbox, PostFailure, metadata_for
+from digests.errors import StoreError
+from digests.store import Store
+from digests.store.ledger import Ident, Ledger, LedgerRow, NewRow, OwnerLock
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Kind = Literal["episode", "recap", "notice"]
+
+# How far before a claim a post could carry a Slack timestamp (clock skew between us and Slack).
+HISTORY_MARGIN = timedelta(minutes=10)
+
+
+def default_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One message owed to one channel, identified by (team, channel, kind, key)."""
+
+    team_id: str
+    channel_id: str
+    kind: Kind
+    key: str
+    message: Mapping[str, Any]
+    thread: tuple[Mapping[str, Any], ...] = ()
+    content_hash: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def ident(self) -> Ident:
+        return (self.team_id, self.channel_id, self.kind, self.key)
+
+
+@dataclass
+class DeliveryReport:
+    """What one ``deliver`` call did, item by item (idents) and channel by channel."""
+
+    posted: list[Ident] = field(default_factory=list)
+    updated: list[Ident] = field(default_factory=list)
+    recovered: list[Ident] = field(default_factory=list)  # found already in Slack
+    unchanged: list[Ident] = field(default_factory=list)  # already posted, nothing to do
+    busy: list[Ident] = field(default_factory=list)  # another live worker holds it
+    failed: dict[Ident, str] = field(default_factory=dict)
+    held: list[Ident] = field(default_factory=list)  # not attempted: channel paused/team stopped
+    paused: dict[tuple[str, str], str] = field(default_factory=dict)  # (team, channel) → why
+    stopped_teams: dict[str, str] = field(default_factory=dict)  # team → why
+    retries: int = 0
+    calls: int = 0
+
+    @property
+    def fatal(self) -> bool:
+        return bool(self.stopped_teams)
+
+    def merge(self, other: DeliveryReport) -> None:
+        self.posted += other.posted
+        self.updated += other.updated
+        self.recovered += other.recovered
+        self.unchanged += other.unchanged
+        self.busy += other.busy
+        self.failed.update(other.failed)
+        self.held += other.held
+        self.paused.update(other.paused)
+        self.stopped_teams.update(other.stopped_teams)
+        self.retries += other.retries
+        self.calls += other.calls
+
+
+class _GroupCommit:
+    """Runs ledger operations on one thread, many per transaction.
+
+    Operations queued while a transaction is running all go into the next one, so under
+    a fan-out the number of commits stays near the number of round trips, not of posts.
+    """
+
+    def __init__(self, ledger: Ledger, executor: ThreadPoolExecutor) -> None:
+        self._ledger = ledger
+        self._executor = executor
+        self._queue: list[tuple[Callable[[sa.Connection], Any], asyncio.Future[Any]]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def run(self, fn: Callable[[sa.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._queue.append((fn, future))
+        if self._task is None or self._task.done():
+            self._task = loop.create_task(self._flush())
+        result: T = await future
+        return result
+
+    async def _flush(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._queue:
+            batch, self._queue = self._queue, []
+            fns = [fn for fn, _ in batch]
+            try:
+                results = await loop.run_in_executor(self._executor, self._apply, fns)
+            except Exception:
+                # One bad operation must not sink its neighbours: run them one by one.
+                for fn, future in batch:
+                    try:
+                        value = await loop.run_in_executor(self._executor, self._ledger.run, fn)
+                    except Exception as exc:
+                        if not future.done():
+                            future.set_exception(exc)
+                    else:
+                        if not future.done():
+                            future.set_result(value)
+                continue
+            for (_, future), value in zip(batch, results, strict=True):
+                if not future.done():
+                    future.set_result(value)
+
+    def _apply(self, fns: list[Callable[[sa.Connection], Any]]) -> list[Any]:
+        return self._ledger.run(lambda conn: [fn(conn) for fn in fns])
+
+
+class _Stop(Exception):
+    """This channel's sequence ends here (channel paused or team stopped)."""
+
+
+class Deliverer:
+    """Delivers :class:`Delivery` items exactly once; see the module docstring."""
+
+    def __init__(
+        self,
+        store: Store,
+        outbox: Outbox,
+        *,
+        per_channel_interval: float = 1.0,
+        concurrency: int = 20,
+        owner: str | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+        max_attempts: int = 5,
+        backoff: float = 0.5,
+        max_wait: float = 120.0,
+    ) -> None:
+        self.store = store
+        self.outbox = outbox
+        self.ledger = Ledger.for_store(store)
+        self.per_channel_interval = per_channel_interval
+        self.concurrency = max(1, concurrency)
+        self.owner = owner or default_owner()
+        self.clock = clock
+        self.max_attempts = max(1, max_attempts)
+        self.backoff = backoff
+        self.max_wait = max_wait
+        # Workspaces whose token Slack refused: nothing more goes there from this deliverer.
+        self.stopped_teams: dict[str, str] = {}
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger")
+        self._db = _GroupCommit(self.ledger, self._executor)
+        self._owner_lock: OwnerLock | None = None
+        self._next_slot: dict[tuple[str, str], float] = {}
+        self._sem: asyncio.Semaphore | None = None
+        self._sem_loop: asyncio.AbstractEventLoop | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+    async def _thread(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+
+    async def _ensure_owner(self) -> None:
+        if self._owner_lock is None:
+            self._owner_lock = await self._thread(lambda: OwnerLock(self.ledger, self.owner))
+
+    def close(self) -> None:
+        """Give up the owner identity (rows still ``posting`` become recoverable by others)."""
+        if self._owner_lock is not None:
+            self._owner_lock.close()
+            self._owner_lock = None
+        self._executor.shutdown(wait=True)
+
+    async def aclose(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    # -- the protocol ---------------------------------------------------------------------
+    async def deliver(self, items: Sequence[Delivery]) -> DeliveryReport:
+        report = DeliveryReport()
+        unique: dict[Ident, Delivery] = {}
+        for item in items:
+            unique[item.ident] = item  # the latest rendering of an item wins
+        if not unique:
+            return report
+        await self._ensure_owner()
+        loop = asyncio.get_running_loop()
+        if self._sem is None or self._sem_loop is not loop:
+            # One bound for every deliver() running at once on this deliverer (poll + recap).
+            self._sem, self._sem_loop = asyncio.Semaphore(self.concurrency), loop
+        now = self.clock()
+        new_rows = [
+            NewRow(d.team_id, d.channel_id, d.kind, d.key, d.content_hash) for d in unique.values()
+        ]
+        idents = list(unique)
+
+        def prepare(conn: sa.Connection) -> dict[Ident, LedgerRow]:
+            self.ledger.ensure(conn, new_rows, now)
+            return self.ledger.rows(conn, idents)
+
+        rows = await self._db.run(prepare)
+        channels: dict[tuple[str, str], list[Delivery]] = {}
+        for item in unique.values():
+            channels.setdefault((item.team_id, item.channel_id), []).append(item)
+        await asyncio.gather(
+            *(self._channel(chan, seq, rows, report) for chan, seq in channels.items())
+        )
+        report.stopped_teams.update(self.stopped_teams)
+        return report
+
+    async def _channel(
+        self,
+        chan: tuple[str, str],
+        sequence: list[Delivery],
+        rows: Mapping[Ident, LedgerRow],
+        report: DeliveryReport,
+    ) -> None:
+        for index, item in enumerate(sequence):
+            if item.team_id in self.stopped_teams:
+                report.held += [d.ident for d in sequence[index:]]
+                return
+            row = rows.get(item.ident)
+            if row is None:  # pragma: no cover - ensure() just inserted it
+                report.failed[item.ident] = "ledger row missing"
+                continue
+            try:
+                await self._one(item, row, report)
+            except _Skip:
+                continue
+            except _Stop:
+                report.held += [d.ident for d in sequence[index + 1 :]]
+                return
+            except StoreError as exc:
+                log.error("ledger failure for %s: %s", item.ident, exc)
+                report.failed[item.ident] = str(exc)
+
+    async def _one(self, item: Delivery, row: LedgerRow, report: DeliveryReport) -> None:
+        if row.state == "posted":
+            if item.content_hash and row.ts and row.content_hash != item.content_hash:
+                await self._update(item, row, report)
+            else:
+                report.unchanged.append(item.ident)
+            return
+        if row.state == "failed" and (
+            not item.content_hash or row.content_hash == item.content_hash
+        ):
+            # Slack refused exactly this message before; offering it again would loop.
+            report.failed[item.ident] = row.error or "failed before"
+            return
+        stale = row.state == "posting"
+        if stale and row.owner != self.owner:
+            alive = await self._thread(lambda: self.ledger.owner_alive(row.owner))
+            if alive:
+                report.busy.append(item.ident)
+                return
+        now = self.clock()
+        claimed = await self._db.run(lambda c: self.ledger.claim(c, row, self.owner, now))
+        if not claimed:
+            report.busy.append(item.ident)
+            return
+        ts = row.ts if stale else None
+        if stale and ts is None:
+            found = await self._find(item, row, report)
+            ts = found.get("digest")
+        if ts is not None:
+            await self._mark(row, ts=ts)
+            recovered = True
+        else:
+            ts = await self._post(item, row, report, part="digest", thread_ts=None)
+            recovered = False
+        # Replies can only exist already if the digest did before this attempt.
+        await self._thread_replies(item, row, ts, recovered, report)
+        await self._mark(
+            row, state="posted", ts=ts, content_hash=item.content_hash or None, error=None
+        )
+        (report.recovered if recovered else report.posted).append(item.ident)
+
+    async def _thread_replies(
+        self, item: Delivery, row: LedgerRow, ts: str, look: bool, report: DeliveryReport
+    ) -> None:
+        if not item.thread:
+            return
+        done: dict[str, str] = {}
+        if look:
+            try:
+                done = await self._call(
+                    item,
+                    report,
+                    lambda: self.outbox.find(item.channel_id, item.key, oldest=None, thread_ts=ts),
+                )
+            except PostFailure as exc:
+                if exc.category in ("channel", "auth"):
+                    await self._mark(row, state="posted", ts=ts, error=f"thread: {exc.error}")
+                    await self._halt(item, exc, report, posted=True)
+                log.warning("cannot read thread %s in %s: %s", ts, item.channel_id, exc)
+        last: str | None = None
+        for number, reply in enumerate(item.thread):
+            part = f"thread:{number}"
+            if part in done:
+                last = done[part]
+                continue
+            try:
+                last = await self._post_once(item, reply, part, ts, report)
+            except PostFailure as exc:
+                if exc.category in ("channel", "auth"):
+                    await self._mark(row, state="posted", ts=ts, error=f"thread: {exc.error}")
+                    await self._halt(item, exc, report, posted=True)
+                # The digest itself is in the channel: a missing reply is logged, not retried.
+                log.warning("thread reply %s for %s failed: %s", number, item.ident, exc)
+                await self._mark(row, error=f"thread reply {number}: {exc.error}")
+                return
+        if last is not None:
+            await self._mark(row, thread_ts=last)
+
+    async def _update(self, item: Delivery, row: LedgerRow, report: DeliveryReport) -> None:
+        assert row.ts is not None
+        ts = row.ts
+        try:
+            await self._call(
+                item, report, lambda: self.outbox.update(item.channel_id, ts, item.message)
+            )
+        except PostFailure as exc:
+            if exc.category in ("channel", "auth"):
+                await self._halt(item, exc, report, posted=True)
+            report.failed[item.ident] = f"update: {exc.error}"
+            return
+        now = self.clock()
+        # chat.update is idempotent: two workers updating at once cost a call, not a copy.
+        await self._db.run(lambda c: self.ledger.touch_hash(c, row.id, item.content_hash, now))
+        report.updated.append(item.ident)
+
+    async def _post(
+        self,
+        item: Delivery,
+        row: LedgerRow,
+        report: DeliveryReport,
+        *,
+        part: str,
+        thread_ts: str | None,
+    ) -> str:
+        try:
+            return await self._post_once(item, item.message, part, thread_ts, report)
+        except PostFailure as exc:
+            if exc.category in ("channel", "auth"):
+                await self._halt(item, exc, report, posted=False, row=row)
+            if exc.category == "fatal":
+                await self._mark(
+                    row, state="failed", error=exc.error, content_hash=item.content_hash
+                )
+                log.error("Slack refused %s: %s", item.ident, exc.error)
+            elif exc.category == "timeout":
+                # It may have landed: leave it ``posting`` with no owner, so the next run
+                # looks in the channel before posting again.
+                await self._mark(row, owner=None, error=exc.error)
+            else:
+                await self._mark(row, state="pending", error=exc.error)
+            report.failed[item.ident] = exc.error
+            raise _Skip from exc
+
+    async def _post_once(
+        self,
+        item: Delivery,
+        message: Mapping[str, Any],
+        part: str,
+        thread_ts: str | None,
+        report: DeliveryReport,
+    ) -> str:
+        """One post, retried as its failures allow; a timeout is checked before re-posting."""
+        meta = metadata_for(item.key, item.kind, part, item.metadata)
+        attempt = 0
+        claimed_at = self.clock()
+        while True:
+            attempt += 1
+            try:
+                return await self._paced(
+                    item,
+                    lambda: self.outbox.post(
+                        item.channel_id, message, metadata=meta, thread_ts=thread_ts
+                    ),
+                    report,
+                )
+            except PostFailure as exc:
+                if exc.category not in ("ratelimited", "server", "timeout"):
+                    raise
+                if attempt >= self.max_attempts:
+                    raise
+                report.retries += 1
+                await asyncio.sleep(self._wait(exc, attempt))
+                if exc.category == "timeout":
+                    try:
+                        found = await self._paced(
+                            item,
+                            lambda: self.outbox.find(
+                                item.channel_id,
+                                item.key,
+                                oldest=None if thread_ts else claimed_at - HISTORY_MARGIN,
+                                thread_ts=thread_ts,
+                            ),
+                            report,
+                        )
+                    except PostFailure as look:
+                        # Cannot tell whether it landed: the caller leaves it for recovery.
+                        raise exc from look
+                    if part in found:
+                        return found[part]
+
+    async def _call(
+        self, item: Delivery, report: DeliveryReport, fn: Callable[[], Awaitable[T]]
+    ) -> T:
+        """A call that is safe to repeat (update, history): retried on any transient failure."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await self._paced(item, fn, report)
+            except PostFailure as exc:
+                if exc.category not in ("ratelimited", "server", "timeout"):
+                    raise
+                if attempt >= self.max_attempts:
+                    raise
+                report.retries += 1
+                await asyncio.sleep(self._wait(exc, attempt))
+
+    def _wait(self, exc: PostFailure, attempt: int) -> float:
+        if exc.category == "ratelimited" and exc.retry_after is not None:
+            return min(max(exc.retry_after, 0.0), self.max_wait)
+        return min(self.backoff * 2 ** (attempt - 1), self.max_wait)
+
+    async def _paced(
+        self, item: Delivery, fn: Callable[[], Awaitable[T]], report: DeliveryReport
+    ) -> T:
+        chan = (item.team_id, item.channel_id)
+        wait = self._next_slot.get(chan, 0.0) - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        assert self._sem is not None
+        async with self._sem:
+            try:
+                report.calls += 1
+                return await fn()
+            finally:
+                self._next_slot[chan] = time.monotonic() + self.per_channel_interval
+
+    async def _find(self, item: Delivery, row: LedgerRow, report: DeliveryReport) -> dict[str, str]:
+        oldest = (row.claimed_at or row.updated_at) - HISTORY_MARGIN
+        try:
+            return await self._call(
+                item,
+                report,
+                lambda: self.outbox.find(item.channel_id, item.key, oldest=oldest),
+            )
+        except PostFailure as exc:
+            if exc.category in ("channel", "auth"):
+                await self._halt(item, exc, report, posted=False, row=row)
+            # Without the history we cannot know: leave it for a later run rather than guess.
+            await self._mark(row, owner=None, error=f"history: {exc.error}")
+            report.failed[item.ident] = f"cannot check history: {exc.error}"
+            raise _Skip from exc
+
+    async def _halt(
+        self,
+        item: Delivery,
+        exc: PostFailure,
+        report: DeliveryReport,
+        *,
+        posted: bool,
+        row: LedgerRow | None = None,
+    ) -> None:
+        """A channel or workspace error: park the row and end this channel's sequence."""
+        if row is not None and not posted:
+            state = "paused" if exc.category == "channel" else "pending"
+            await self._mark(row, state=state, error=exc.error)
+        report.failed[item.ident] = exc.error
+        if exc.category == "auth":
+            self.stopped_teams.setdefault(item.team_id, exc.error)
+            report.stopped_teams.setdefault(item.team_id, exc.error)
+            log.error("Slack refused the token for team %s (%s): stopping", item.team_id, exc.error)
+        else:
+            report.paused[(item.team_id, item.channel_id)] = exc.error
+            now = self.clock()
+            await self._thread(
+                lambda: self.store.pause_channel(item.team_id, item.channel_id, exc.error, now)
+            )
+            log.warning("pausing channel %s: %s", item.channel_id, exc.error)
+        raise _Stop
+
+    async def _mark(self, row: LedgerRow, *, state: str | None = None, **values: object) -> None:
+        now = self.clock()
+        ok = await self._db.run(
+            lambda c: self.ledger.mark(c, row.id, self.owner, now, state=state, **values)
+        )
+        if not ok:
+            log.warning("ledger row %s was taken over by another worker", row.id)
+
+
+class _Skip(_Stop):
+    """This item failed; the channel's sequence goes on."""

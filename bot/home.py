@@ -1,0 +1,94 @@
+"""App Home: the latest episodes and this workspace's subscriptions, within 100 blocks."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import messages as msg
+from bot.commands.base import Deps
+from bot.commands.replies import Block, context, divider, section
+from bot.commands.subscriptions import subscription_line
+from digests.models import Episode
+from digests.render import blocks, escape, limits
+from digests.store import Subscription
+
+log = logging.getLogger(__name__)
+
+HOME_EPISODES = 10
+HOME_SUBSCRIPTIONS = 60
+_CHANNEL_RE = re.compile(r"^[CGD][A-Z0-9]{2,}$")
+
+
+def _channel(channel_id: str) -> str:
+    # Slack renders <#C…> as the channel's name; anything else is shown as text.
+    return f"<#{channel_id}>" if _CHANNEL_RE.match(channel_id) else str(escape.mrkdwn(channel_id))
+
+
+def home_view(
+    episodes: Sequence[Episode], subscriptions: Sequence[Subscription], deps: Deps
+) -> dict[str, Any]:
+    """The Home tab. Pure: the caller fetched ``episodes`` and ``subscriptions``."""
+    out: list[Block] = [blocks.header(msg.HOME_TITLE), context(msg.HOME_HINT), divider()]
+    out.append(section(f"*{msg.HOME_LATEST}*"))
+    if episodes:
+        for episode in episodes[:HOME_EPISODES]:
+            out.append(section(str(deps.renderer.episode_line(episode))))
+    else:
+        out.append(section(msg.NO_EPISODES))
+    out += [divider(), section(f"*{msg.HOME_SUBSCRIPTIONS}*")]
+    if not subscriptions:
+        out.append(section(msg.HOME_NO_SUBSCRIPTIONS))
+    by_channel: dict[str, list[Subscription]] = {}
+    for sub in subscriptions:
+        by_channel.setdefault(sub.channel_id, []).append(sub)
+    shown = 0
+    for channel_id, subs in by_channel.items():
+        if shown >= HOME_SUBSCRIPTIONS:
+            break
+        lines = "\n".join(f"• {subscription_line(s, deps)}" for s in subs)
+        out.append(section(f"{_channel(channel_id)}\n{lines}"))
+        shown += 1
+    if len(by_channel) > shown:
+        out.append(context(msg.HOME_MORE.format(count=len(by_channel) - shown)))
+    fitted = limits.fit(
+        limits.Message(text=msg.HOME_TITLE, blocks=out), max_blocks=limits.BLOCKS_PER_VIEW
+    )
+    return {"type": "home", "blocks": fitted["blocks"]}
+
+
+def load_home(deps: Deps, team_id: str) -> dict[str, Any]:
+    episodes = deps.store.recent(HOME_EPISODES)
+    subscriptions = deps.store.subscriptions(team_id=team_id) if team_id else []
+    return home_view(episodes, subscriptions, deps)
+
+
+async def _ack(ack: AsyncAck) -> None:
+    await ack()
+
+
+def register(app: AsyncApp, deps: Deps) -> None:
+    async def publish(
+        event: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
+    ) -> None:
+        if event.get("tab", "home") != "home":
+            return
+        user = str(event.get("user") or "")
+        if not user:
+            return
+        try:
+            view = await asyncio.to_thread(load_home, deps, context.team_id or "")
+            await client.views_publish(user_id=user, view=view)
+        except (SlackApiError, SlackClientError) as exc:
+            log.warning("views.publish for %s failed: %s", user, exc)
+        except Exception:
+            log.exception("App Home for %s failed", user)
+
+    app.event("app_home_opened")(ack=_ack, lazy=[publish])

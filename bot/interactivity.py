@@ -1,0 +1,147 @@
+"""Buttons: "Share in channel" on `/episodes` replies, "Key PRs" and "Nearby" on digests.
+
+Each button is acked at once (an empty 200); the work — a store lookup and a post to
+Slack — runs in a lazy listener after the HTTP response, so a slow Slack never makes the
+click time out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import messages as msg
+from bot.commands.base import Deps, Invocation
+from bot.commands.episodes import nearby_of
+from bot.commands.replies import (
+    SHARE_ACTION,
+    message,
+    read_share_value,
+    section,
+    share_gone,
+    shared_copy,
+)
+from bot.commands.slash import answer_off_loop, failure_reply
+from digests.models import Episode
+from digests.render.blocks import read_button_value
+from digests.render.limits import Message
+
+log = logging.getLogger(__name__)
+
+KEY_PRS_ACTION = "digest_prs"
+NEARBY_ACTION = "digest_nearby"
+
+
+def _action(body: dict[str, Any]) -> dict[str, Any]:
+    actions = body.get("actions") or [{}]
+    first = actions[0]
+    return first if isinstance(first, dict) else {}
+
+
+def _id(body: dict[str, Any], key: str) -> str:
+    value = body.get(key)
+    return str(value.get("id") or "") if isinstance(value, dict) else ""
+
+
+def invocation_of(body: dict[str, Any]) -> Invocation:
+    return Invocation(
+        team_id=_id(body, "team"), channel_id=_id(body, "channel"), user_id=_id(body, "user")
+    )
+
+
+def episode_of(body: dict[str, Any], deps: Deps) -> Episode | None:
+    """The episode a digest button names (``{"show", "guid"}`` from the renderer)."""
+    value = read_button_value(str(_action(body).get("value") or ""))
+    show, guid = value.get("show"), value.get("guid")
+    if not show or not guid:
+        # The hashed form is only for GUIDs too long for a button; the store has no
+        # lookup by hash, so such an episode answers "gone" rather than a wrong one.
+        return None
+    return deps.store.episode(show, guid)
+
+
+def _reply_kwargs(reply: Message) -> dict[str, Any]:
+    return {"text": reply["text"], "blocks": reply["blocks"]}
+
+
+async def _ack(ack: AsyncAck) -> None:
+    await ack()
+
+
+def register(app: AsyncApp, deps: Deps) -> None:
+    async def share(body: dict[str, Any], respond: AsyncRespond) -> None:
+        text = read_share_value(str(_action(body).get("value") or ""))
+        if text is None:
+            await respond(replace_original=False, **_reply_kwargs(share_gone()))
+            return
+        invocation = invocation_of(body)
+        result = await answer_off_loop(text, deps, invocation, for_share=True)
+        if result.share is None:
+            # Refused or failed: tell the clicker only, and leave their reply in place.
+            await respond(replace_original=False, **_reply_kwargs(result.message))
+            return
+        copy = shared_copy(result.message, invocation.user_id)
+        # The ephemeral reply cannot become public in place: post the copy, then remove it.
+        await respond(response_type="in_channel", replace_original=False, **_reply_kwargs(copy))
+        await respond(delete_original=True)
+
+    async def key_prs(body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
+        episode: Episode | None = None
+        try:
+            episode = await asyncio.to_thread(episode_of, body, deps)
+            if episode is None:
+                replies = [message(msg.EPISODE_GONE, [section(msg.EPISODE_GONE)])]
+            else:
+                replies = deps.renderer.thread_reply(episode) if episode.pull_requests else []
+                replies = replies or [message(msg.KEY_PRS_NONE, [section(msg.KEY_PRS_NONE)])]
+        except Exception as exc:
+            log.exception("Key PRs button failed")
+            replies, episode = [failure_reply(exc)], None
+        container = body.get("container") or {}
+        posted = body.get("message") or {}
+        channel = _id(body, "channel")
+        if (
+            episode is not None
+            and episode.pull_requests
+            and channel
+            and posted.get("ts")
+            and not container.get("is_ephemeral")
+        ):
+            try:
+                for reply in replies:
+                    await client.chat_postMessage(
+                        channel=channel,
+                        thread_ts=posted.get("thread_ts") or posted["ts"],
+                        unfurl_links=False,
+                        unfurl_media=False,
+                        **_reply_kwargs(reply),
+                    )
+                return
+            except (SlackApiError, SlackClientError) as exc:
+                # Not in the channel any more, say: the clicker still gets the list.
+                log.warning("thread reply in %s failed: %s", channel, exc)
+        for reply in replies[:4]:  # a response_url takes 5 uses in all
+            await respond(response_type="ephemeral", replace_original=False, **_reply_kwargs(reply))
+
+    async def nearby(body: dict[str, Any], respond: AsyncRespond) -> None:
+        def build() -> Message:
+            episode = episode_of(body, deps)
+            if episode is None:
+                return message(msg.EPISODE_GONE, [section(msg.EPISODE_GONE)])
+            return nearby_of(episode, deps)
+
+        try:
+            reply = await asyncio.to_thread(build)
+        except Exception as exc:
+            log.exception("Nearby button failed")
+            reply = failure_reply(exc)
+        await respond(response_type="ephemeral", replace_original=False, **_reply_kwargs(reply))
+
+    app.action(SHARE_ACTION)(ack=_ack, lazy=[share])
+    app.action(KEY_PRS_ACTION)(ack=_ack, lazy=[key_prs])
+    app.action(NEARBY_ACTION)(ack=_ack, lazy=[nearby])

@@ -1,0 +1,121 @@
+"""User-visible strings of the Slack side, in one place so wording stays consistent.
+
+Everything here is plain text or mrkdwn written by us; feed text is never interpolated
+without going through ``digests.render.escape`` first (callers do that).
+"""
+
+from __future__ import annotations
+
+COMMAND = "/episodes"
+MAX_TEXT = 500
+
+# -- usage -------------------------------------------------------------------------------
+
+USAGE: dict[str, str] = {
+    "recent": f"`{COMMAND} recent [n]` — the n newest episodes (default 5, at most 20)",
+    "latest": f"`{COMMAND} latest` — the newest episode's full digest",
+    "nearby": f"`{COMMAND} nearby <YYYY-MM-DD | words of a title | #PR>` — an episode "
+    "and its neighbours",
+    "pr": f"`{COMMAND} pr <number>` — every episode that named that pull request",
+    "search": f"`{COMMAND} search <words>` — full-text search, best 10",
+    "week": f"`{COMMAND} week [YYYY-MM-DD]` — that week's episodes in short",
+    "subscribe": f"`{COMMAND} subscribe [show] [keywords…]` — post new episodes here",
+    "unsubscribe": f"`{COMMAND} unsubscribe [show]` — stop posting them here",
+    "list": f"`{COMMAND} list` — this channel's subscriptions",
+    "status": f"`{COMMAND} status` — each show's last poll, last error and next poll",
+    "help": f"`{COMMAND} help` — this message",
+}
+
+USAGE_SHORT = (
+    f"`{COMMAND} [recent [n] | latest | nearby <date | words | #PR> | pr <n> | search <words>"
+    " | week [date] | subscribe [show] [keywords…] | unsubscribe [show] | list | status | help]`"
+)
+
+HELP_TITLE = "digestbot — developer-briefing podcasts in Slack"
+HELP_EXAMPLES = (
+    f"`{COMMAND} recent 10`",
+    f"`{COMMAND} nearby 2026-10-05`",
+    f"`{COMMAND} nearby #199720`",
+    f"`{COMMAND} pr 199687`",
+    f"`{COMMAND} search all-gather`",
+    f"`{COMMAND} subscribe PyTorch fsdp dtensor`",
+)
+HELP_FOOTER = "Replies are visible only to you; use *Share in channel* to post one for everyone."
+UNKNOWN_SUBCOMMAND = "I don't know `{word}`."
+
+# -- argument errors (one line each; usage follows) --------------------------------------
+
+TOO_LONG = "That is {length} characters; {command} takes at most {limit}."
+NOT_A_COUNT = "`{value}` is not a number of episodes."
+COUNT_RANGE = "Ask for between 1 and {limit} episodes, not {value}."
+NOT_A_DATE = "`{value}` is not a date; write it as YYYY-MM-DD, e.g. 2026-10-05."
+NO_SUCH_DATE = "{value} does not exist on the calendar."
+DATE_RANGE = "{value} is out of range; pick a year between 2000 and 2100."
+NOT_A_PR = "`{value}` is not a pull-request number; write it like 199720 or #199720."
+PR_RANGE = "{value} is too large to be a pull-request number."
+NEED_PR = "Which pull request? Give its number."
+NEED_WORDS = "Search for what? Give a few words."
+NEED_NEARBY = "Nearby what? Give a date, words of a title, or #PR."
+TOO_MANY_ARGS = "`{command}` takes no arguments."
+EXTRA_ARGS = "Unexpected `{value}` after `{command}`."
+UNKNOWN_SHOW = "There is no show called `{name}`. Shows: {shows}."
+NO_SHOWS = "No shows are configured yet."
+NAME_THE_SHOW = "Several shows are configured; name one: {shows}."
+TOO_MANY_KEYWORDS = "At most {limit} keywords, please."
+KEYWORD_TOO_LONG = "Keywords are at most {limit} characters each."
+
+# -- answers ----------------------------------------------------------------------------
+
+RECENT_TITLE = "Latest {n} episodes"
+RECENT_TITLE_ONE = "Latest episode"
+NO_EPISODES = "No episodes yet: the first poll may not have run. Try again in a few minutes."
+NOTHING_NEAR = "No episode near {what}."
+NOTHING_FOR_PR = "No episode mentions PR #{number} yet."
+PR_TITLE = "Episodes naming PR #{number}"
+NOTHING_FOUND = "Nothing matches `{words}`."
+SEARCH_TITLE = "Episodes matching “{words}”"
+NEARBY_TITLE = "Around “{headline}”"
+NEARBY_BEFORE = "Before"
+NEARBY_THIS = "This episode"
+NEARBY_AFTER = "After"
+NEARBY_FROM_PAGE = "The episode page's own nearby list"
+NEARBY_UNKNOWN_TITLE = "(not in the archive yet)"
+
+SUBSCRIBED = "This channel now gets new *{show}* episodes{filter}."
+SUBSCRIBED_FILTER = " that mention {keywords}"
+UNSUBSCRIBED = "This channel no longer gets *{show}* episodes."
+UNSUBSCRIBED_ALL = "This channel no longer gets any episodes ({count} subscriptions removed)."
+NOT_SUBSCRIBED = "This channel was not subscribed to {what}."
+ANY_SHOW = "any show"
+LIST_TITLE = "Subscriptions of this channel"
+LIST_EMPTY = f"This channel follows no show yet. Try `{COMMAND} subscribe`."
+LIST_LINE = "*{show}*{filter}{recap}{paused}"
+LIST_FILTER = " — only episodes mentioning {keywords}"
+LIST_NO_RECAP = " — no weekly recap"
+LIST_PAUSED = " — :pause_button: paused since {when}: {reason}"
+STATUS_TITLE = "Feed status"
+STATUS_LINE = (
+    "*{show}*\nLast poll: {polled} · last success: {success}\n"
+    "Last error: {error} · failures in a row: {failures}\nNext poll: {next}"
+)
+STATUS_NEVER = "never"
+STATUS_NONE = "none"
+STATUS_NOT_SCHEDULED = "not scheduled yet"
+STATUS_PAUSED_TITLE = "Paused subscriptions in this channel"
+
+SHARED_BY = "Shared by <@{user}>"
+SHARE_BUTTON = "Share in channel"
+SHARE_GONE = "That reply cannot be shared any more; run the command again."
+INTERNAL_ERROR = "Sorry, that failed on our side ({reason}). Try again in a moment."
+REASON_STORE = "the episode archive is unreachable"
+REASON_UNEXPECTED = "an unexpected error; it has been logged"
+
+KEY_PRS_NONE = "This episode names no pull requests."
+EPISODE_GONE = "That episode is no longer in the archive."
+
+HOME_TITLE = "digestbot"
+HOME_LATEST = "Latest episodes"
+HOME_SUBSCRIPTIONS = "Subscriptions in this workspace"
+HOME_NO_SUBSCRIPTIONS = f"No channel follows a show yet. Type `{COMMAND} subscribe` in one."
+HOME_MORE = "…and {count} more."
+HOME_HINT = f"Type `{COMMAND} help` in any channel for everything digestbot can do."

@@ -1,0 +1,319 @@
+"""Where posts go: Slack (``SlackOutbox``) or, with no token, a stream (``PrintOutbox``).
+
+An outbox does one call per method and classifies failures; retrying, pacing and the
+exactly-once bookkeeping are the deliverer's. Every post carries message metadata naming
+its ledger key, which is how a restarted bot finds out whether a post it lost track of
+actually landed (``find``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Literal, Protocol, TextIO
+
+import aiohttp
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from config.settings import Settings
+from digests.errors import SlackError
+from digests.render import message_to_text
+
+EVENT_TYPE = "digestbot_delivery"
+
+Category = Literal["ratelimited", "server", "timeout", "channel", "auth", "fatal"]
+
+# Slack's answers that mean "this channel cannot take posts": pause, never retry.
+CHANNEL_ERRORS = frozenset(
+    {
+        "channel_not_found",
+        "is_archived",
+        "not_in_channel",
+        "restricted_action",
+        "team_access_not_granted",
+    }
+)
+# The installation is gone: stop everything for that workspace.
+AUTH_ERRORS = frozenset(
+    {
+        "invalid_auth",
+        "token_revoked",
+        "account_inactive",
+        "not_authed",
+        "token_expired",
+        "app_uninstalled",
+    }
+)
+SERVER_ERRORS = frozenset(
+    {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+)
+
+Message = Mapping[str, Any]
+
+
+class PostFailure(SlackError):
+    """A Slack call that failed, with what the failure means for a retry.
+
+    ``ratelimited`` and ``server`` mean the message was not posted (safe to retry);
+    ``timeout`` means it may have been (look before posting again); ``channel`` and
+    ``auth`` are permanent for the channel or the workspace; ``fatal`` is our bug.
+    """
+
+    def __init__(
+        self, method: str, error: str, category: Category, retry_after: float | None = None
+    ) -> None:
+        super().__init__(method, error)
+        self.category: Category = category
+        self.retry_after = retry_after
+
+
+def classify(method: str, exc: BaseException) -> PostFailure:
+    """Turn whatever slack_sdk or aiohttp raised into a :class:`PostFailure`."""
+    if isinstance(exc, SlackApiError):
+        response = exc.response
+        status = int(getattr(response, "status_code", 0) or 0)
+        data = getattr(response, "data", None)
+        error = str(data.get("error", "")) if isinstance(data, Mapping) else ""
+        error = error or f"http_{status}"
+        if status == 429 or error == "ratelimited":
+            headers = getattr(response, "headers", {}) or {}
+            retry = headers.get("Retry-After") or headers.get("retry-after")
+            try:
+                wait = float(retry) if retry is not None else None
+            except (TypeError, ValueError):
+                wait = None
+            return PostFailure(method, "ratelimited", "ratelimited", wait)
+        if status >= 500 or error in SERVER_ERRORS:
+            return PostFailure(method, error, "server")
+        if error in CHANNEL_ERRORS:
+            return PostFailure(method, error, "channel")
+        if error in AUTH_ERRORS:
+            return PostFailure(method, error, "auth")
+        return PostFailure(method, error, "fatal")
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        # The connection never opened, so nothing was sent.
+        return PostFailure(method, f"cannot connect: {exc}", "server")
+    if isinstance(exc, asyncio.TimeoutError | aiohttp.ClientError | SlackClientError | OSError):
+        return PostFailure(method, f"{type(exc).__name__}: {exc}".rstrip(": "), "timeout")
+    return PostFailure(method, f"{type(exc).__name__}: {exc}", "fatal")
+
+
+def metadata_for(
+    key: str, kind: str, part: str, extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {"key": key, "kind": kind, "part": part}
+    if extra:
+        payload.update({k: v for k, v in extra.items() if k not in payload})
+    return {"event_type": EVENT_TYPE, "event_payload": payload}
+
+
+class Outbox(Protocol):
+    async def post(
+        self,
+        channel: str,
+        message: Message,
+        *,
+        metadata: Mapping[str, Any],
+        thread_ts: str | None = None,
+    ) -> str:
+        """Post; returns the message ``ts``. Raises :class:`PostFailure`."""
+        ...
+
+    async def update(self, channel: str, ts: str, message: Message) -> None: ...
+
+    async def find(
+        self, channel: str, key: str, *, oldest: datetime | None, thread_ts: str | None = None
+    ) -> dict[str, str]:
+        """Our messages for ``key`` in the channel (or under ``thread_ts``): part → ts."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def _parts(messages: object, key: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    if not isinstance(messages, list):
+        return found
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        meta = message.get("metadata")
+        if not isinstance(meta, Mapping) or meta.get("event_type") != EVENT_TYPE:
+            continue
+        payload = meta.get("event_payload")
+        if isinstance(payload, Mapping) and payload.get("key") == key and message.get("ts"):
+            found.setdefault(str(payload.get("part", "digest")), str(message["ts"]))
+    return found
+
+
+class SlackOutbox:
+    """Posts through the Web API. ``post_client`` makes single attempts (no retry handlers):
+
+    a blind retry of ``chat.postMessage`` inside slack_sdk could double-post behind the
+    ledger's back, so the deliverer retries itself, knowing what each failure means.
+    """
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        post_client: AsyncWebClient | None = None,
+        *,
+        history_pages: int = 5,
+    ) -> None:
+        self.client = client
+        self.post_client = post_client or client
+        self.history_pages = history_pages
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, timeout: int = 10) -> SlackOutbox:
+        from bot.slack import make_web_client
+
+        post_client = AsyncWebClient(
+            token=settings.slack_bot_token,
+            base_url=settings.slack_api_url,
+            timeout=timeout,
+            retry_handlers=[],
+        )
+        return cls(make_web_client(settings, timeout=timeout), post_client)
+
+    async def post(
+        self,
+        channel: str,
+        message: Message,
+        *,
+        metadata: Mapping[str, Any],
+        thread_ts: str | None = None,
+    ) -> str:
+        kwargs: dict[str, Any] = {
+            "channel": channel,
+            "text": message.get("text", ""),
+            "metadata": dict(metadata),
+            "unfurl_links": False,
+            "unfurl_media": False,
+        }
+        if message.get("blocks"):
+            kwargs["blocks"] = message["blocks"]
+        if thread_ts:
+            kwargs["thread_ts"] = thread_ts
+        try:
+            response = await self.post_client.chat_postMessage(**kwargs)
+        except Exception as exc:
+            raise classify("chat.postMessage", exc) from exc
+        return str(response.get("ts") or "")
+
+    async def update(self, channel: str, ts: str, message: Message) -> None:
+        kwargs: dict[str, Any] = {"channel": channel, "ts": ts, "text": message.get("text", "")}
+        if message.get("blocks"):
+            kwargs["blocks"] = message["blocks"]
+        try:
+            await self.post_client.chat_update(**kwargs)
+        except Exception as exc:
+            raise classify("chat.update", exc) from exc
+
+    async def find(
+        self, channel: str, key: str, *, oldest: datetime | None, thread_ts: str | None = None
+    ) -> dict[str, str]:
+        found: dict[str, str] = {}
+        cursor: str | None = None
+        method = "conversations.replies" if thread_ts else "conversations.history"
+        for _ in range(self.history_pages):
+            kwargs: dict[str, Any] = {
+                "channel": channel,
+                "include_all_metadata": True,
+                "limit": 200,
+            }
+            if oldest is not None:
+                kwargs["oldest"] = f"{oldest.timestamp():.6f}"
+            if cursor:
+                kwargs["cursor"] = cursor
+            try:
+                if thread_ts:
+                    response = await self.client.conversations_replies(ts=thread_ts, **kwargs)
+                else:
+                    response = await self.client.conversations_history(**kwargs)
+            except Exception as exc:
+                raise classify(method, exc) from exc
+            for part, ts in _parts(response.get("messages"), key).items():
+                found.setdefault(part, ts)
+            meta = response.get("response_metadata") or {}
+            cursor = meta.get("next_cursor") if isinstance(meta, Mapping) else None
+            if not cursor or not response.get("has_more", True):
+                break
+        return found
+
+    async def close(self) -> None:
+        for client in {
+            id(self.client): self.client,
+            id(self.post_client): self.post_client,
+        }.values():
+            session = getattr(client, "session", None)
+            if session is not None and not session.closed:
+                await session.close()
+
+
+def readable(message: Message) -> str:
+    """A message as plain lines: its blocks spelled out, else its fallback ``text``."""
+    if message.get("blocks"):
+        return message_to_text(
+            {"text": str(message.get("text", "")), "blocks": list(message["blocks"])}
+        ).rstrip()
+    return str(message.get("text", "")).rstrip()
+
+
+class PrintOutbox:
+    """No Slack token: write what would be posted, readable, to a stream (stdout by default).
+
+    It keeps what it "posted" in memory so ``find`` and ``update`` behave like Slack's
+    within one process; across processes the ledger is what prevents repeats.
+    """
+
+    def __init__(self, stream: TextIO, *, show_json: bool = False) -> None:
+        self.stream = stream
+        self.show_json = show_json
+        self._counter = itertools.count(1)
+        self._posted: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+
+    async def post(
+        self,
+        channel: str,
+        message: Message,
+        *,
+        metadata: Mapping[str, Any],
+        thread_ts: str | None = None,
+    ) -> str:
+        ts = f"{1_700_000_000 + next(self._counter)}.000100"
+        where = f"#{channel}" + (f" (thread {thread_ts})" if thread_ts else "")
+        self._write(f"── would post to {where}", message)
+        self._posted.setdefault(channel, []).append((ts, metadata))
+        return ts
+
+    async def update(self, channel: str, ts: str, message: Message) -> None:
+        self._write(f"── would update {ts} in #{channel}", message)
+
+    async def find(
+        self, channel: str, key: str, *, oldest: datetime | None, thread_ts: str | None = None
+    ) -> dict[str, str]:
+        messages = [{"ts": ts, "metadata": meta} for ts, meta in self._posted.get(channel, [])]
+        return _parts(messages, key)
+
+    async def close(self) -> None:
+        self.stream.flush()
+
+    def _write(self, header: str, message: Message) -> None:
+        body = readable(message)
+        lines = [header, body]
+        if self.show_json:
+            lines.append(json.dumps(message.get("blocks", []), ensure_ascii=False))
+        self.stream.write("\n".join(lines) + "\n\n")
+        self.stream.flush()
+
+
+def make_outbox(settings: Settings, stream: TextIO) -> Outbox:
+    """Slack when there is a bot token, else the print outbox on ``stream``."""
+    if settings.slack_bot_token:
+        return SlackOutbox.from_settings(settings)
+    return PrintOutbox(stream)

@@ -1,0 +1,318 @@
+"""One poll-and-deliver cycle: fetch each show's feed, store it, decide, deliver.
+
+``poll_show`` never raises for a bad feed: a failure is recorded (error, consecutive
+failures, backed-off ``next_poll_at``) and returned as the result. ``run_once`` is what
+``digestbot run --once`` and every scheduled poll job call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Literal, TextIO, TypeVar
+
+import httpx
+
+from bot.delivery import Deliverer, Delivery, DeliveryReport
+from bot.outbox import Outbox
+from config.settings import Settings, ShowConfig
+from digests.decide import (
+    Due,
+    Notice,
+    candidate_episodes,
+    decide,
+    episode_key,
+    feed_notice,
+    next_poll_at,
+)
+from digests.errors import DigestError
+from digests.extract import build_episodes
+from digests.fetch import fetch
+from digests.models import Episode
+from digests.parse import parse_bytes
+from digests.render import Renderer, mrkdwn
+from digests.store import FetchState, Store, Subscription
+from digests.store.ledger import Ledger, ShowLock
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Episodes considered per show each cycle besides those that changed: the first poll's
+# backfill comes from these, and older ones are the archive the bot never posts.
+CANDIDATES = 25
+# Feeds fetched at once in one cycle.
+FETCH_CONCURRENCY = 16
+
+
+@dataclass(frozen=True)
+class PollResult:
+    show: str
+    status: Literal["ok", "not_modified", "failed", "busy"]
+    episodes: tuple[Episode, ...] = ()  # what the feed holds now (empty when not modified)
+    new: int = 0
+    changed: tuple[Episode, ...] = ()
+    error: str | None = None
+    state: FetchState = field(default_factory=FetchState)
+    notice: Notice | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ok", "not_modified")
+
+
+@dataclass
+class RunReport:
+    polls: list[PollResult] = field(default_factory=list)
+    delivery: DeliveryReport = field(default_factory=DeliveryReport)
+    due: int = 0
+
+    @property
+    def fatal(self) -> bool:
+        return self.delivery.fatal
+
+    def summary(self) -> str:
+        d = self.delivery
+        failed = [p for p in self.polls if p.status == "failed"]
+        return (
+            f"{len(self.polls)} feeds polled ({len(failed)} failing), "
+            f"{len(d.posted)} posted, {len(d.updated)} updated, {len(d.recovered)} recovered, "
+            f"{len(d.failed)} failed, {len(d.paused)} channels paused"
+        )
+
+
+async def _db(fn: Callable[[], T]) -> T:
+    # The store is synchronous; its calls go to a thread so fetches keep flowing.
+    return await asyncio.to_thread(fn)
+
+
+async def poll_show(
+    settings: Settings,
+    store: Store,
+    http_client: httpx.AsyncClient,
+    show: ShowConfig,
+    now: datetime,
+) -> PollResult:
+    """Fetch, parse, extract and store one show's feed; record how it went."""
+    before = await _db(lambda: store.fetch_state(show.name))
+    location = settings.feed_location(show)
+    schedule = settings.schedule
+    try:
+        result = await fetch(
+            http_client,
+            location,
+            etag=before.etag,
+            last_modified=before.last_modified,
+            max_bytes=settings.max_feed_bytes,
+        )
+        episodes: list[Episode] = []
+        upserts = []
+        if result.status == "ok":
+            parsed = parse_bytes(result.content or b"", location, result.content_type)
+            episodes = build_episodes(parsed, show.name, show.repo)
+            upserts = await _db(lambda: store.upsert_episodes(episodes, now))
+    except DigestError as exc:
+        failures = before.failures + 1
+        after = replace(
+            before,
+            last_polled_at=now,
+            last_error=exc.format_message(),
+            failures=failures,
+            next_poll_at=next_poll_at(
+                now,
+                poll_minutes=schedule.poll_minutes,
+                failures=failures,
+                max_backoff_minutes=schedule.max_backoff_minutes,
+                retry_after=getattr(exc, "retry_after", None),
+            ),
+        )
+        await _db(lambda: store.save_fetch_state(show.name, after))
+        log.warning("feed %s failed (%d in a row): %s", show.name, failures, after.last_error)
+        return PollResult(
+            show.name,
+            "failed",
+            error=after.last_error,
+            state=after,
+            notice=feed_notice(show.name, before, after),
+        )
+    after = FetchState(
+        etag=result.etag or before.etag,
+        last_modified=result.last_modified or before.last_modified,
+        last_polled_at=now,
+        last_success_at=now,
+        last_error=None,
+        failures=0,
+        next_poll_at=next_poll_at(
+            now,
+            poll_minutes=schedule.poll_minutes,
+            failures=0,
+            max_backoff_minutes=schedule.max_backoff_minutes,
+            retry_after=result.retry_after,
+            max_age=result.max_age,
+        ),
+        # Cleared only once the recovery notice is out (see run_once).
+        failing_notified=before.failing_notified,
+    )
+    await _db(lambda: store.save_fetch_state(show.name, after))
+    return PollResult(
+        show.name,
+        "ok" if result.status == "ok" else "not_modified",
+        episodes=tuple(episodes),
+        new=sum(1 for u in upserts if u.status == "new"),
+        changed=tuple(u.episode for u in upserts if u.status == "changed"),
+        state=after,
+        notice=feed_notice(show.name, before, after),
+    )
+
+
+def plan(
+    settings: Settings,
+    show: str,
+    candidates: Sequence[Episode],
+    subscriptions: Sequence[Subscription],
+    ledger: Ledger,
+    renderer: Renderer,
+) -> tuple[list[Due], list[Delivery]]:
+    """The decisions for one show and their rendered deliveries (each episode rendered once)."""
+    keys = [episode_key(show, e.guid) for e in candidates]
+    due = decide(
+        show, candidates, subscriptions, ledger.entries("episode", keys), backfill=settings.backfill
+    )
+    rendered: dict[str, tuple[dict[str, Any], tuple[dict[str, Any], ...]]] = {}
+    items: list[Delivery] = []
+    for d in due:
+        if d.episode.guid not in rendered:
+            message = dict(renderer.digest(d.episode))
+            thread = (
+                tuple(dict(m) for m in renderer.thread_reply(d.episode))
+                if settings.thread_replies
+                else ()
+            )
+            rendered[d.episode.guid] = (message, thread)
+        message, thread = rendered[d.episode.guid]
+        items.append(
+            Delivery(
+                team_id=d.team_id,
+                channel_id=d.channel_id,
+                kind="episode",
+                key=d.key,
+                message=message,
+                thread=thread,
+                content_hash=d.episode.content_hash(),
+                metadata={"show": show, "guid": d.episode.guid[:200]},
+            )
+        )
+    return due, items
+
+
+def notice_deliveries(notice: Notice, subscriptions: Iterable[Subscription]) -> list[Delivery]:
+    text = mrkdwn(notice.text)
+    message = {
+        "text": notice.text,
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": str(text)}}],
+    }
+    return [
+        Delivery(s.team_id, s.channel_id, "notice", notice.key, message)
+        for s in subscriptions
+        if not s.paused
+    ]
+
+
+async def run_once(
+    settings: Settings,
+    store: Store,
+    outbox: Outbox,
+    http_client: httpx.AsyncClient,
+    now: datetime,
+    *,
+    deliverer: Deliverer | None = None,
+    renderer: Renderer | None = None,
+    shows: Sequence[ShowConfig] | None = None,
+) -> RunReport:
+    """Poll every configured show (or ``shows``), decide, and deliver; one cycle."""
+    own = deliverer is None
+    deliverer = deliverer or Deliverer(store, outbox)
+    renderer = renderer or Renderer(settings.templates_dir, tz=settings.tz)
+    report = RunReport()
+    try:
+        ledger = deliverer.ledger
+        gate = asyncio.Semaphore(FETCH_CONCURRENCY)
+
+        async def one(show: ShowConfig) -> tuple[PollResult, list[Delivery], list[Delivery]]:
+            lock = ShowLock(ledger, show.name)
+            got = await _db(lock.acquire)
+            if not got:  # another clock is polling this show right now; it delivers too
+                return PollResult(show.name, "busy"), [], []
+            try:
+                async with gate:
+                    result = await poll_show(settings, store, http_client, show, now)
+                subs = await _db(lambda: store.subscriptions(show=show.name))
+                active = [
+                    s for s in subs if not s.paused and s.team_id not in deliverer.stopped_teams
+                ]
+                notices = notice_deliveries(result.notice, active) if result.notice else []
+                if result.status == "failed":
+                    return result, notices, []
+                recent = await _db(
+                    lambda: store.recent(max(CANDIDATES, settings.backfill), [show.name])
+                )
+                candidates = candidate_episodes(recent, result.changed, limit=CANDIDATES)
+                _, items = await _db(
+                    lambda: plan(settings, show.name, candidates, active, ledger, renderer)
+                )
+                return result, notices, items
+            finally:
+                await _db(lock.release)
+
+        outcomes = await asyncio.gather(
+            *(one(s) for s in (shows if shows is not None else settings.shows))
+        )
+        notices = [n for _, ns, _ in outcomes for n in ns]
+        items = [i for _, _, its in outcomes for i in its]
+        report.polls = [p for p, _, _ in outcomes]
+        report.due = len(items)
+        report.delivery = await deliverer.deliver([*notices, *items])
+        await _record_notices(store, report)
+    finally:
+        if own:
+            await deliverer.aclose()
+    log.info("poll cycle: %s", report.summary())
+    return report
+
+
+async def _record_notices(store: Store, report: RunReport) -> None:
+    """Remember a feed's failure was announced (or its recovery) once a notice is out."""
+    done = {
+        ident[3]
+        for ident in [
+            *report.delivery.posted,
+            *report.delivery.recovered,
+            *report.delivery.unchanged,
+        ]
+        if ident[2] == "notice"
+    }
+    for poll in report.polls:
+        notice = poll.notice
+        if notice is None or (notice.key not in done and not _nobody_to_tell(report, notice)):
+            continue
+        state = replace(poll.state, failing_notified=notice.kind == "failing")
+        await asyncio.to_thread(store.save_fetch_state, poll.show, state)
+
+
+def _nobody_to_tell(report: RunReport, notice: Notice) -> bool:
+    idents = [
+        *report.delivery.posted,
+        *report.delivery.recovered,
+        *report.delivery.unchanged,
+        *report.delivery.failed,
+        *report.delivery.held,
+        *report.delivery.busy,
+    ]
+    return not any(i[2] == "notice" and i[3] == notice.key for i in idents)
+
+
+def print_report(report: RunReport, stream: TextIO) -> None:
+    stream.write(report.summary() + "\n")

@@ -1,0 +1,194 @@
+"""The processes the CLI starts: one poll (`run --once`), web, clock, both, and the recap."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+from typing import TextIO
+
+from bot.runtime import open_store, resolve_team_id, sync_config_channels, utcnow
+from config.settings import Settings
+from digests.errors import ConfigError, DigestError
+from digests.render import Message, Renderer
+from digests.store import Store
+
+log = logging.getLogger(__name__)
+
+
+async def run_once(settings: Settings, out: TextIO) -> object:
+    """Poll every show, deliver what is new (or print it without a token), and return."""
+    from bot.outbox import make_outbox
+    from bot.poll import print_report
+    from bot.poll import run_once as poll_once
+    from digests.fetch import make_http_client
+
+    store = await asyncio.to_thread(open_store, settings)
+    try:
+        team_id = await resolve_team_id(settings)
+        await asyncio.to_thread(sync_config_channels, settings, store, team_id)
+        outbox = make_outbox(settings, out)
+        async with make_http_client() as http_client:
+            report = await poll_once(settings, store, outbox, http_client, utcnow())
+        print_report(report, out)
+        return report
+    finally:
+        store.close()
+
+
+async def _web(settings: Settings, stop: asyncio.Event) -> None:
+    """The Bolt app over HTTP (or Socket Mode with an app token) until ``stop`` is set."""
+    from bot.app import build_app
+    from bot.server import build_asgi, serve
+
+    store = await asyncio.to_thread(open_store, settings)
+    app = build_app(settings, store, Renderer(settings.templates_dir, tz=settings.tz))
+    try:
+        if settings.slack_app_token:
+            from bot.socket_mode import start_socket_mode
+
+            handler = await start_socket_mode(app, settings.slack_app_token)
+            log.warning("connected over Socket Mode")
+            try:
+                await stop.wait()
+            finally:
+                await handler.close_async()
+            return
+        log.warning("serving Slack requests on port %s at /slack/events", settings.port)
+        server = asyncio.ensure_future(serve(settings, build_asgi(app, store)))
+        await stop.wait()
+        server.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await server
+    finally:
+        store.close()
+
+
+def _stop_on_signals() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+def _can_serve(settings: Settings) -> bool:
+    return bool(settings.slack_app_token or settings.slack_signing_secret)
+
+
+async def run_web(settings: Settings) -> None:
+    if not _can_serve(settings):
+        raise ConfigError(
+            "serve needs SLACK_SIGNING_SECRET (HTTP) or SLACK_APP_TOKEN (Socket Mode)"
+        )
+    await _web(settings, _stop_on_signals())
+
+
+async def run_clock(settings: Settings) -> None:
+    from bot.scheduler import run_clock as clock
+
+    await clock(settings)
+
+
+async def run_all(settings: Settings) -> None:
+    """One process: the web app (when Slack credentials are set) beside the clock."""
+    from bot.scheduler import run_clock as clock
+
+    stop = _stop_on_signals()
+    tasks = [asyncio.ensure_future(clock(settings, stop=stop))]
+    if _can_serve(settings):
+        tasks.append(asyncio.ensure_future(_web(settings, stop)))
+    else:
+        log.warning("no SLACK_SIGNING_SECRET or SLACK_APP_TOKEN: running the scheduler only")
+    done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    stop.set()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    for task in done:
+        if task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+
+
+async def recap(
+    settings: Settings,
+    out: TextIO,
+    *,
+    week: str | None,
+    shows: list[str] | None,
+    fmt: str,
+    post: bool,
+    channel: str | None,
+) -> int:
+    """``digestbot recap``: print the week's recap, or post it to one channel (once)."""
+    from bot.recap import covered_week
+    from digests.recap import aggregate, parse_week, week_bounds
+    from digests.render.recap import recap_text, render_recap
+
+    if post and not channel:
+        raise ConfigError("--post needs --channel C… (the Slack channel ID to post to)")
+    names = []
+    for name in shows or []:
+        show = settings.show(name)
+        if show is None:
+            known = ", ".join(s.name for s in settings.shows)
+            raise ConfigError(f"unknown show {name!r} (configured: {known})")
+        names.append(show.name)
+    names = names or [s.name for s in settings.shows]
+    year, number = parse_week(week) if week else covered_week(settings, utcnow())
+    store = await asyncio.to_thread(open_store, settings)
+    try:
+        renderer = Renderer(settings.templates_dir, tz=settings.tz)
+        start, end = week_bounds(year, number, settings.tz)
+        episodes = store.between(start, end, shows=names)
+        weekly = aggregate(episodes, year=year, week=number, tz=settings.tz, shows=names)
+        if fmt == "text" and not post:
+            out.write(recap_text(weekly, renderer).rstrip("\n") + "\n")
+            return 0
+        built = render_recap(weekly, renderer, quiet_week=settings.quiet_week)
+        if built is None:
+            out.write(f"no episodes in {weekly.key}; nothing to post\n")
+            return 0
+        message, thread = built
+        if not post:
+            json.dump({**message, "thread": thread}, out, indent=2, ensure_ascii=False)
+            out.write("\n")
+            return 0
+        return await _post_recap(settings, store, channel or "", weekly.key, message, thread, out)
+    finally:
+        store.close()
+
+
+async def _post_recap(
+    settings: Settings,
+    store: Store,
+    channel: str,
+    key: str,
+    message: Message,
+    thread: list[Message],
+    out: TextIO,
+) -> int:
+    """Through the same ledger as the scheduled recap, so it never lands twice."""
+    from bot.delivery import Deliverer, Delivery
+    from bot.outbox import make_outbox
+
+    team_id = await resolve_team_id(settings)
+    item = Delivery(
+        team_id=team_id,
+        channel_id=channel,
+        kind="recap",
+        key=key,
+        message=message,
+        thread=tuple(thread),
+    )
+    deliverer = Deliverer(store, make_outbox(settings, out))
+    report = await deliverer.deliver([item])
+    if report.failed or report.paused or report.stopped_teams:
+        why = next(
+            iter([*report.failed.values(), *report.paused.values(), *report.stopped_teams.values()])
+        )
+        raise DigestError(f"recap {key} was not posted to {channel}: {why}")
+    state = "already posted" if (report.unchanged or report.recovered) else "posted"
+    out.write(f"recap {key} {state} to {channel}\n")
+    return 0

@@ -1,0 +1,96 @@
+"""Unfurls: a pasted episode URL of a known show becomes a compact digest (``chat.unfurl``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.commands.base import Deps
+from bot.commands.replies import Block, context, section
+from digests.models import Episode
+from digests.render import escape
+from digests.store import Store
+
+log = logging.getLogger(__name__)
+
+MAX_LINKS = 5  # Slack sends at most a handful per message; more is not a real paste
+SUMMARY_CHARS = 300
+
+
+def url_variants(url: str) -> list[str]:
+    """The forms one episode URL is pasted in: as is, without fragment, ±trailing slash."""
+    out = [url]
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return out
+    base = urlunsplit((parts.scheme, parts.netloc, parts.path, parts.query, ""))
+    path = parts.path[:-1] if parts.path.endswith("/") else parts.path + "/"
+    other = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+    for candidate in (base, other):
+        if candidate not in out:
+            out.append(candidate)
+    return out
+
+
+def find_episode(store: Store, url: str) -> Episode | None:
+    for candidate in url_variants(url):
+        episode = store.episode_by_url(candidate)
+        if episode is not None:
+            return episode
+    return None
+
+
+def unfurl_blocks(episode: Episode, deps: Deps) -> list[Block]:
+    """Compact: the episode's line (date · headline · duration · PRs) and a short summary."""
+    summary = escape.mrkdwn(escape.truncate(escape.oneline(episode.summary), SUMMARY_CHARS))
+    out = [section(f"*{escape.mrkdwn(episode.show)}*\n{deps.renderer.episode_line(episode)}")]
+    if summary:
+        out.append(context(str(summary)))
+    return out
+
+
+def unfurls_for(links: Sequence[dict[str, Any]], deps: Deps) -> dict[str, dict[str, Any]]:
+    unfurls: dict[str, dict[str, Any]] = {}
+    for item in links[:MAX_LINKS]:
+        url = str(item.get("url") or "") if isinstance(item, dict) else ""
+        if not url or url in unfurls:
+            continue
+        episode = find_episode(deps.store, url)
+        if episode is not None:
+            unfurls[url] = {"blocks": unfurl_blocks(episode, deps)}
+    return unfurls
+
+
+async def _ack(ack: AsyncAck) -> None:
+    await ack()
+
+
+def register(app: AsyncApp, deps: Deps) -> None:
+    async def on_link_shared(event: dict[str, Any], client: AsyncWebClient) -> None:
+        try:
+            unfurls = await asyncio.to_thread(unfurls_for, event.get("links") or [], deps)
+        except Exception:
+            log.exception("unfurl lookup failed")
+            return
+        if not unfurls:
+            return
+        target: dict[str, Any]
+        if event.get("unfurl_id") and event.get("source"):
+            # Links in the message composer, before it is sent: Slack names them this way.
+            target = {"unfurl_id": event["unfurl_id"], "source": event["source"]}
+        else:
+            target = {"channel": event.get("channel"), "ts": event.get("message_ts")}
+        try:
+            await client.chat_unfurl(unfurls=unfurls, **target)
+        except (SlackApiError, SlackClientError) as exc:
+            log.warning("chat.unfurl failed: %s", exc)
+
+    app.event("link_shared")(ack=_ack, lazy=[on_link_shared])

@@ -1,0 +1,210 @@
+"""Decisions, pure: which deliveries are due, when to poll next, when to tell a channel.
+
+Nothing here touches the network, the database or the clock: callers pass the stored state,
+the poll's episodes and ``now``, and get data back. That is what makes the exactly-once and
+no-archive rules testable as tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+from digests.models import Episode
+from digests.store.records import FetchState, Subscription
+
+LedgerState = Literal["pending", "posting", "posted", "failed", "paused"]
+Action = Literal["post", "update"]
+
+# Rows in these states never reached a known end: deciding again re-offers them and the
+# deliverer's claim protocol resolves whether the earlier attempt landed.
+UNFINISHED: frozenset[str] = frozenset({"pending", "posting", "paused"})
+
+# A single failed fetch is routine (a deploy, a blip); channels hear about a feed only once
+# it has failed this many polls in a row.
+FAILING_AFTER = 2
+
+
+MAX_KEY = 300  # the ledger's key column
+
+
+def episode_key(show: str, guid: str) -> str:
+    """The ledger key of an episode digest: unique per show, stable across edits.
+
+    Guids are often URLs of any length; a long one is replaced by its hash so the key
+    still fits the ledger column and stays unique.
+    """
+    key = f"{show}:{guid}"
+    if len(key) <= MAX_KEY:
+        return key
+    return f"{show[:200]}:sha256:{hashlib.sha256(guid.encode()).hexdigest()}"
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """What the ledger holds for one (team, channel, kind, key)."""
+
+    state: str
+    content_hash: str = ""
+
+
+@dataclass(frozen=True)
+class Due:
+    """A delivery the poll owes: post a new digest, or update one already posted."""
+
+    team_id: str
+    channel_id: str
+    show: str
+    episode: Episode
+    action: Action
+    key: str
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A one-off line to a show's channels: its feed started failing or recovered."""
+
+    kind: Literal["failing", "recovered"]
+    key: str
+    text: str
+
+
+def matches(episode: Episode, keywords: Iterable[str]) -> bool:
+    """Any keyword, case-insensitive, in headline, summary or transcript (no keywords: all)."""
+    words = [w.casefold().strip() for w in keywords if w.strip()]
+    if not words:
+        return True
+    haystack = "\n".join((episode.headline, episode.summary, episode.transcript)).casefold()
+    return any(word in haystack for word in words)
+
+
+def _newest(episodes: Sequence[Episode], count: int) -> set[str]:
+    ordered = sorted(episodes, key=lambda e: (e.published_at, e.guid), reverse=True)
+    return {e.guid for e in ordered[:count]}
+
+
+def decide(
+    show: str,
+    episodes: Sequence[Episode],
+    subscriptions: Sequence[Subscription],
+    ledger: Mapping[tuple[str, str], Mapping[str, LedgerEntry]],
+    *,
+    backfill: int = 1,
+) -> list[Due]:
+    """The deliveries due for ``show``, oldest episode first within each channel.
+
+    ``episodes`` are the show's candidates (the recent ones and any that changed);
+    ``ledger`` maps (team, channel) to the entries for those episodes' keys. Per channel:
+
+    - an episode already posted is updated when its content hash changed, else left alone;
+    - a delivery that never finished (pending, posting, paused) is offered again;
+    - a failed one is offered again only when the episode changed since;
+    - an episode the channel has never had is due when it matches the keywords and is
+      either among the ``backfill`` newest or newer than an episode the channel already
+      has — so a channel's first poll never floods it with the archive, and later polls
+      miss nothing even if several episodes arrived at once or a run crashed midway;
+    - an episode published after the subscription was made is due too (keyword channels
+      whose first match arrives together with another one).
+    """
+    candidates = [e for e in episodes if e.show == show]
+    if not candidates:
+        return []
+    hashes = {e.guid: e.content_hash() for e in candidates}
+    newest = _newest(candidates, backfill)
+    ordered = sorted(candidates, key=lambda e: (e.published_at, e.guid))
+    due: list[Due] = []
+    for sub in subscriptions:
+        if sub.show != show or sub.paused:
+            continue
+        entries = ledger.get((sub.team_id, sub.channel_id), {})
+        known = [e.published_at for e in candidates if episode_key(show, e.guid) in entries]
+        since = min(known) if known else None
+        for episode in ordered:
+            key = episode_key(show, episode.guid)
+            entry = entries.get(key)
+            action = _action(entry, hashes[episode.guid])
+            if entry is None:
+                fresh = (
+                    episode.guid in newest
+                    or (since is not None and episode.published_at > since)
+                    or (sub.created_at is not None and episode.published_at >= sub.created_at)
+                )
+                if not (fresh and matches(episode, sub.keywords)):
+                    continue
+            if action is not None:
+                due.append(Due(sub.team_id, sub.channel_id, show, episode, action, key))
+    return due
+
+
+def _action(entry: LedgerEntry | None, content_hash: str) -> Action | None:
+    if entry is None or entry.state in UNFINISHED:
+        return "post"
+    if entry.state == "posted":
+        return "update" if entry.content_hash != content_hash else None
+    if entry.state == "failed":
+        return "post" if entry.content_hash != content_hash else None
+    return None
+
+
+def candidate_episodes(
+    recent: Sequence[Episode], changed: Sequence[Episode], *, limit: int
+) -> list[Episode]:
+    """What to decide over: the ``limit`` newest plus anything that changed, no repeats."""
+    chosen: dict[tuple[str, str], Episode] = {}
+    ordered = sorted(recent, key=lambda e: (e.published_at, e.guid), reverse=True)
+    for episode in [*ordered[:limit], *changed]:
+        chosen[(episode.show, episode.guid)] = episode
+    return list(chosen.values())
+
+
+def next_poll_at(
+    now: datetime,
+    *,
+    poll_minutes: int,
+    failures: int,
+    max_backoff_minutes: int = 24 * 60,
+    retry_after: float | None = None,
+    max_age: float | None = None,
+) -> datetime:
+    """When to poll next: the interval, doubled per consecutive failure up to the cap.
+
+    The feed's own word counts too: ``Retry-After`` (on errors) and ``Cache-Control:
+    max-age`` (fresh until then) push the next poll later, never earlier, and never past
+    the cap so a bogus header cannot silence a feed for a year.
+    """
+    cap = float(max_backoff_minutes * 60)
+    delay = float(poll_minutes * 60)
+    if failures > 0:
+        delay = delay * (2 ** min(failures, 32))
+    for hint in (retry_after, max_age):
+        if hint is not None and hint > delay:
+            delay = hint
+    return now + timedelta(seconds=min(delay, cap))
+
+
+def feed_notice(
+    show: str, before: FetchState, after: FetchState, *, failing_after: int = FAILING_AFTER
+) -> Notice | None:
+    """The notice one poll calls for, if any: once when a feed starts failing, once on recovery.
+
+    The key names the last success before the streak, so a streak is announced once however
+    many polls (or processes) see it, and a later streak gets its own notice.
+    """
+    streak = before.last_success_at.isoformat() if before.last_success_at else "never"
+    if after.failures >= failing_after and not before.failing_notified:
+        return Notice(
+            "failing",
+            f"feed:{show}:failing:{streak}",
+            f"The {show} feed is failing ({after.last_error or 'unknown error'}). "
+            "Digests will resume when it recovers.",
+        )
+    if after.failures == 0 and before.failing_notified:
+        return Notice(
+            "recovered",
+            f"feed:{show}:recovered:{streak}",
+            f"The {show} feed has recovered; digests are back on.",
+        )
+    return None

@@ -1,0 +1,421 @@
+"""Extraction: raw feed/page text → the fields of an ``Episode``. Pure functions only.
+
+Patterns are compiled once and written so they cannot backtrack badly on hostile text:
+every repetition is bounded or anchored on a literal.
+"""
+
+from __future__ import annotations
+
+import bisect
+import email.utils
+import hashlib
+import math
+import re
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, timedelta
+
+import isodate
+
+from digests.models import Episode, ParsedSource, PullRequestRef, RawEntry
+
+__all__ = [
+    "build_episodes",
+    "duration_seconds",
+    "headline",
+    "nearby",
+    "published_at",
+    "pull_requests",
+    "summary",
+    "transcript",
+]
+
+# An item with no usable date sorts last, the same on every poll (never "now").
+UNKNOWN_DATE = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_DURATION = 7 * 24 * 3600
+MAX_CONTEXT = 400
+MAX_PULL_REQUESTS = 200
+
+_PARAS = re.compile(r"\n\s*\n\s*")
+
+# ---------------------------------------------------------------- headline / summary
+
+
+def headline(title: str, show: str, *aliases: str | None) -> str:
+    """The title without a leading ``Show: `` (or ``Show - ``), for the show or an alias."""
+    text = " ".join(title.split())
+    folded = text.casefold()
+    for name in (show, *aliases):
+        if not name:
+            continue
+        name = " ".join(name.split())
+        if not name or not folded.startswith(name.casefold()):
+            continue
+        m = _SHOW_SEP.match(text, len(name))
+        if m and m.end() < len(text):
+            return text[m.end() :]
+    return text
+
+
+_SHOW_SEP = re.compile(r"\s*[:|]\s*|\s+[-–—]\s+")
+
+# Crawler and feed boilerplate: sentences that say nothing about the episode.
+_BOILERPLATE = re.compile(
+    r"(?:"
+    r"This excerpt keeps the crawler page concise\.?"
+    r"(?:\s*Listen to the episode or use the RSS feed for the full update\.?)?"
+    r"|Listen to the episode or use the RSS feed for the full update\.?"
+    r"|This episode is a short developer briefing from [^.\n]{1,100}\."
+    r"|It explains recent repository work in plain language\."
+    r")[^\S\n]*",
+    re.I,
+)
+
+
+_BOILERPLATE_HINTS = (
+    "crawler page",
+    "rss feed for the full",
+    "short developer briefing",
+    "repository work in plain",
+)
+
+
+def _strip_boilerplate(text: str) -> str:
+    # The substring test is much cheaper than the regex on text that has none of it.
+    lower = text.lower()
+    if any(hint in lower for hint in _BOILERPLATE_HINTS):
+        return _BOILERPLATE.sub("", text)
+    return text
+
+
+def summary(description: str) -> str:
+    """The description, boilerplate removed and whitespace normalised to single spaces."""
+    return " ".join(_strip_boilerplate(description).split())
+
+
+def transcript(text: str) -> str:
+    """The transcript, boilerplate removed; paragraphs kept (blank-line separated)."""
+    text = _strip_boilerplate(text)
+    if "\n" not in text:
+        return " ".join(text.split())
+    parts = (" ".join(p.split()) for p in _PARAS.split(text))
+    return "\n\n".join(p for p in parts if p)
+
+
+_LIST_MARK = re.compile(r"^\s*(?:[-*•·‣◦▪–]|\d{1,3}[.)])\s+")
+
+
+def nearby(titles: Iterable[str]) -> tuple[str, ...]:
+    """Nearby-episode titles: list marks stripped, whitespace normalised, no repeats."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for raw in titles:
+        title = " ".join(_LIST_MARK.sub("", raw, count=1).split())
+        if title and title.casefold() not in seen:
+            seen.add(title.casefold())
+            out.append(title)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- duration / date
+
+_SIMPLE_ISO = re.compile(r"PT(?:(\d{1,3})H)?(?:(\d{1,4})M)?(?:(\d{1,6}(?:\.\d{1,6})?)S)?")
+_CLOCK = re.compile(r"(?:(\d{1,3}):)?(\d{1,4}):(\d{1,2}(?:\.\d{1,6})?)")
+_NUMBER = re.compile(r"\d{1,9}(?:\.\d{1,6})?")
+_WORDS = re.compile(
+    r"(?=\d)(?:(\d{1,3})\s*h(?:ours?|rs?)?\s*)?(?:(\d{1,4})\s*m(?:in(?:ute)?s?)?\s*)?"
+    r"(?:(\d{1,6})\s*s(?:ec(?:ond)?s?)?)?",
+    re.I,
+)
+
+
+def duration_seconds(text: str | None) -> int | None:
+    """Seconds from ``PT4M11S``, ``4:11``, ``00:04:11``, ``251``, ``251.0``, ``4m 11s``."""
+    if not text:
+        return None
+    value = text.strip()
+    if not value or len(value) > 64:
+        return None
+    seconds: float | None = None
+    if (m := _SIMPLE_ISO.fullmatch(value)) is not None and any(m.groups()):
+        # The common "PT4M11S" without isodate's general machinery; same result.
+        h, mi, sec = m.groups()
+        seconds = int(h or 0) * 3600 + int(mi or 0) * 60 + float(sec or 0)
+    elif value[0] in "Pp":
+        if not any(c.isdigit() for c in value):
+            return None  # isodate reads a bare "PT" as zero
+        try:
+            parsed = isodate.parse_duration(value.upper())
+        except (isodate.ISO8601Error, ValueError, OverflowError):
+            return None
+        if not isinstance(parsed, timedelta):
+            # Years and months have no fixed length: not a duration for audio.
+            return None
+        seconds = parsed.total_seconds()
+    elif (m := _CLOCK.fullmatch(value)) is not None:
+        hours, minutes, secs = m.group(1), int(m.group(2)), float(m.group(3))
+        if secs >= 60 or (hours is not None and minutes >= 60):
+            return None
+        seconds = (int(hours) * 3600 if hours else 0) + minutes * 60 + secs
+    elif _NUMBER.fullmatch(value):
+        seconds = float(value)
+    elif (m := _WORDS.fullmatch(value)) is not None and any(m.groups()):
+        h, mi, s = (int(g) if g else 0 for g in m.groups())
+        seconds = h * 3600 + mi * 60 + s
+    if seconds is None or math.isnan(seconds) or seconds < 0 or seconds > MAX_DURATION:
+        return None
+    return int(seconds + 0.5)
+
+
+def published_at(text: str | None) -> datetime | None:
+    """A UTC datetime from RFC 822 (``Mon, 05 Oct 2026 13:00:40 GMT``) or ISO 8601."""
+    if not text:
+        return None
+    value = text.strip()
+    if not value or len(value) > 100:
+        return None
+    parsed = _iso(value) if value[:4].isdigit() else None
+    if parsed is None:
+        parsed = _rfc822(value)
+    if parsed is None and not value[:4].isdigit():
+        parsed = _iso(value)
+    if parsed is None:
+        return None
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        return None
+
+
+def _iso(value: str) -> datetime | None:
+    if value.endswith(("z", "Z")):
+        value = value[:-1] + "+00:00"
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        pass
+    try:
+        return isodate.parse_datetime(value)  # type: ignore[no-any-return]
+    except (isodate.ISO8601Error, ValueError, OverflowError):
+        pass
+    try:
+        day = isodate.parse_date(value)
+    except (isodate.ISO8601Error, ValueError, OverflowError):
+        return None
+    if isinstance(day, date):
+        return datetime(day.year, day.month, day.day, tzinfo=UTC)
+    return None
+
+
+_MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
+# "Mon, 05 Oct 2026 13:00:40 GMT" / "+0200": what nearly every feed writes.
+_RFC822_FAST = re.compile(
+    r"(?:[A-Za-z]{3},\s*)?(\d{1,2})\s+([A-Za-z]{3})\s+(\d{4})\s+(\d{2}):(\d{2})(?::(\d{2}))?"
+    r"\s*(?:(GMT|UTC|UT|Z)|([+-])(\d{2})(\d{2}))?"
+)
+
+
+def _rfc822(value: str) -> datetime | None:
+    m = _RFC822_FAST.fullmatch(value)
+    if m is not None:
+        day, mon, year, hh, mm, ss, _, sign, oh, om = m.groups()
+        month = _MONTHS.get(mon.lower())
+        if month is not None:
+            try:
+                parsed = datetime(int(year), month, int(day), int(hh), int(mm), int(ss or 0))
+            except ValueError:
+                return None
+            if sign:
+                offset = timedelta(hours=int(oh), minutes=int(om))
+                parsed -= offset if sign == "+" else -offset
+            return parsed.replace(tzinfo=UTC)
+    try:
+        return email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+# ---------------------------------------------------------------- pull requests
+
+# Scanned on the lower-cased text so the pattern starts with the literal "p" (the regex
+# engine then skips ahead with a fast search instead of trying every position).
+# "pr 1", "pr #1", "pr#1", "prs: 1", "pull request 1", "pull requests #1", "pr number 1".
+_PR_HEAD = re.compile(
+    r"p(?:(rs)|r|(ull[ \t-]+requests)|ull[ \t-]+request)\b"
+    r"[^\S\n]*:?[^\S\n]*(?:(?:number|no\.|num\.)[^\S\n]*)?#?(\d{1,9})\b(?!\.\d)"
+)
+# After a plural head, on the original text: ", 2", " and 3", ", and #4", or
+# "1 for merging, 2 for rebasing" (a few lower-case words between numbers; a capital,
+# a full stop or a line break ends the list).
+_PR_MORE = re.compile(
+    r"(?:[^\S\n]+[a-z][a-z'-]{0,20}){0,4}?"
+    r"(?:[^\S\n]*,[^\S\n]*(?:(?:and|or|&)[^\S\n]+)?|[^\S\n]+(?:and|or|&)[^\S\n]+)"
+    r"#?(\d{1,9})\b(?!\.\d)"
+)
+# Numbers that are counts, not PRs: "PRs 3, 4 and 17 commits" stops before 17.
+_COUNT_AFTER = re.compile(
+    r"[^\S\n]*(?:commits?|times|files?|tests?|lines?|days?|hours?|minutes?|seconds?|"
+    r"weeks?|months?|years?|percent|%|people|contributors?|authors?|issues?|more|other)\b",
+    re.I,
+)
+_PR_LINK = re.compile(r"github\.com/([a-z0-9_.-]{1,100})/([a-z0-9_.-]{1,100})/pull/(\d{1,9})\b")
+# A sentence ends at . ! ? … (plus closing quotes/brackets) before whitespace and a
+# capital, digit or opening quote, or at a blank line. "e.g. foo", "PR No. 5", "2.5" stay.
+_SENTENCE_END = re.compile(
+    r"[.!?…\n](?:"
+    r"(?<=\n)[^\S\n]*\n"
+    r"|(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\betc\.)(?<!\bNo\.)(?<!\bno\.)(?<!\bDr\.)"
+    r"(?<!\bMr\.)(?<!\bMs\.)(?<!\bcf\.)(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[A-Z0-9])"
+    r")"
+)
+
+
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def pull_requests(text: str, repo: str) -> tuple[PullRequestRef, ...]:
+    """Every PR the text names, in order of first mention, no repeats, with its sentence."""
+    return tuple(
+        PullRequestRef(number=number, url=url, context=context)
+        for number, url, context in _pull_requests(text, repo)
+    )
+
+
+def _pull_requests(text: str, repo: str) -> list[tuple[int, str, str]]:
+    if not text:
+        return []
+    lower = text.lower()
+    if len(lower) != len(text):
+        # A few characters lower-case to two; keep offsets valid by scanning the original.
+        lower = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    found: list[tuple[int, int, str]] = []  # (position, number, url or "")
+    for m in _PR_HEAD.finditer(lower):
+        start = m.start()
+        if start and _word_char(lower[start - 1]):
+            continue
+        found.append((m.start(3), int(m.group(3)), ""))
+        if m.group(1) or m.group(2):
+            pos = m.end()
+            while len(found) < MAX_PULL_REQUESTS:
+                more = _PR_MORE.match(text, pos)
+                if more is None or _COUNT_AFTER.match(text, more.end()):
+                    break
+                found.append((more.start(1), int(more.group(1)), ""))
+                pos = more.end()
+    if "github.com/" in lower:
+        for m in _PR_LINK.finditer(lower):
+            owner, name = text[m.start(1) : m.end(1)], text[m.start(2) : m.end(2)]
+            url = f"https://github.com/{owner}/{name}/pull/{m.group(3)}"
+            found.append((m.start(), int(m.group(3)), url))
+    if not found:
+        return []
+    if len(found) > 1:
+        found.sort(key=lambda f: f[0])
+    base = f"https://github.com/{repo}/pull/"
+    seen: set[str] = set()
+    refs: list[tuple[int, str, str]] = []
+    sentences = _Sentences(text)
+    for pos, number, url in found:
+        url = url or base + str(number)
+        if url in seen:
+            continue
+        seen.add(url)
+        refs.append((number, url, sentences.around(pos)))
+        if len(refs) >= MAX_PULL_REQUESTS:
+            break
+    return refs
+
+
+class _Sentences:
+    """Sentence bounds, computed once per text and only when a PR needs its context."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._starts: list[int] | None = None
+        self._cache: dict[int, str] = {}
+
+    def around(self, pos: int) -> str:
+        starts = self._starts
+        if starts is None:
+            starts = self._starts = [0, *(m.end() for m in _SENTENCE_END.finditer(self.text))]
+        i = bisect.bisect_right(starts, pos) - 1
+        cached = self._cache.get(i)
+        if cached is not None and len(cached) < MAX_CONTEXT:
+            return cached
+        start = starts[i]
+        end = starts[i + 1] if i + 1 < len(starts) else len(self.text)
+        sentence = " ".join(self.text[start:end].split())
+        if len(sentence) > MAX_CONTEXT:
+            return _clip(sentence, pos - start)
+        self._cache[i] = sentence
+        return sentence
+
+
+def _clip(sentence: str, at: int) -> str:
+    """A window of a very long sentence around the mention, cut at words, marked with …."""
+    lo = max(0, at - MAX_CONTEXT // 2)
+    hi = min(len(sentence), lo + MAX_CONTEXT)
+    lo = max(0, hi - MAX_CONTEXT)
+    if lo > 0:
+        space = sentence.find(" ", lo)
+        lo = space + 1 if 0 <= space < at else lo
+    if hi < len(sentence):
+        space = sentence.rfind(" ", at, hi)
+        hi = space if space > at else hi
+    return ("…" if lo > 0 else "") + sentence[lo:hi].strip() + ("…" if hi < len(sentence) else "")
+
+
+# ---------------------------------------------------------------- episodes
+
+
+def _guid(entry: RawEntry) -> str:
+    if entry.guid:
+        return entry.guid
+    if entry.link:
+        return entry.link
+    blob = f"{entry.title}\x1f{entry.published or ''}".encode()
+    return "sha1:" + hashlib.sha1(blob, usedforsecurity=False).hexdigest()
+
+
+def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
+    """Episodes of a parsed source, newest first, one per guid (first occurrence wins)."""
+    episodes: list[Episode] = []
+    seen: set[str] = set()
+    alias = parsed.show_title
+    for entry in parsed.entries:
+        guid = _guid(entry)
+        if guid in seen:
+            continue
+        seen.add(guid)
+        description = summary(entry.description)
+        text = transcript(entry.transcript)
+        found = _pull_requests(description, repo)
+        more = _pull_requests(text, repo)
+        if more:
+            known = {url for _, url, _ in found}
+            found.extend(ref for ref in more if ref[1] not in known)
+        refs = tuple(
+            PullRequestRef(number=number, url=url, context=context)
+            for number, url, context in found[:MAX_PULL_REQUESTS]
+        )
+        title = " ".join(entry.title.split())
+        episodes.append(
+            Episode(
+                guid=guid,
+                show=show,
+                title=title,
+                headline=headline(title, show, alias, entry.show),
+                summary=description,
+                published_at=published_at(entry.published) or UNKNOWN_DATE,
+                duration_seconds=duration_seconds(entry.duration),
+                url=entry.link or None,
+                audio_url=entry.audio_url or None,
+                pull_requests=refs,
+                nearby=nearby(entry.nearby),
+                transcript=text,
+            )
+        )
+    episodes.sort(key=lambda e: e.published_at, reverse=True)
+    return episodes

@@ -1,0 +1,527 @@
+"""Fetching feeds and pages: HTTP(S) with conditional GET, or a local file.
+
+Guards every feed needs, because feeds are added by users and served by strangers: a size
+cap enforced while streaming, redirects followed by hand so each hop is re-checked (scheme,
+and with ``allow_private=False`` no private/loopback/link-local/reserved addresses), a
+bounded number of hops, timeouts, and one clear :class:`FetchError` line for each failure.
+
+The private-address check runs twice: before each hop (a clear error, with any client) and,
+for clients made by :func:`make_http_client`, again inside the connection itself, which then
+connects to the very address it checked — so a DNS answer that changes between the check and
+the connect (rebinding) cannot smuggle a request to a private address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import mimetypes
+import socket
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from email.utils import formatdate, parsedate_to_datetime
+from pathlib import Path
+from typing import Literal
+from urllib.parse import unquote, urljoin, urlsplit
+from urllib.request import url2pathname
+
+import httpcore
+import httpx
+
+from digests.errors import FetchError
+
+USER_AGENT = "digestbot/0.1 (+https://github.com/digestbot/digestbot)"
+ACCEPT = (
+    "application/rss+xml, application/atom+xml, application/xml;q=0.9, text/xml;q=0.9, "
+    "text/html;q=0.8, text/plain;q=0.7, */*;q=0.5"
+)
+DEFAULT_MAX_BYTES = 20 * 1024 * 1024
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_CHUNK = 64 * 1024
+
+
+class FeedHTTPError(FetchError):
+    """The server answered with an error ``status`` (404, 410, 500…): a caller can tell a
+    feed that is gone (404/410) from one having a bad day (5xx)."""
+
+    def __init__(self, url: str, reason: str, status: int) -> None:
+        super().__init__(url, reason)
+        self.status = status
+
+
+class FeedUnavailable(FeedHTTPError):
+    """The server said "later" (429 or 503); ``retry_after`` is how long, in seconds, if given."""
+
+    def __init__(
+        self, url: str, reason: str, retry_after: float | None = None, *, status: int = 503
+    ) -> None:
+        super().__init__(url, reason, status)
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """What a fetch got. On ``not_modified``, ``content`` is None and ``etag`` /
+    ``last_modified`` are only what the 304 re-sent (often nothing): keep the ones you had.
+    ``retry_after`` and ``max_age`` are seconds, from Retry-After and Cache-Control."""
+
+    status: Literal["ok", "not_modified"]
+    content: bytes | None
+    url: str
+    content_type: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    retry_after: float | None = None
+    max_age: float | None = None
+
+
+# pure helpers ------------------------------------------------------------------------------
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Seconds to wait from a Retry-After value (delta-seconds or HTTP-date), or None."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return float(int(value))
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None  # RFC 9110 dates are always GMT; anything else is not a date we trust
+    return max(0.0, when.timestamp() - now)
+
+
+def parse_max_age(cache_control: str | None) -> float | None:
+    """``max-age`` seconds from a Cache-Control value, or None (also for no-store/no-cache)."""
+    if not cache_control:
+        return None
+    max_age: float | None = None
+    for directive in cache_control.split(","):
+        name, _, arg = directive.strip().partition("=")
+        name = name.strip().lower()
+        if name in ("no-store", "no-cache"):
+            return None
+        if name == "max-age":
+            arg = arg.strip().strip('"')
+            if arg.isdigit():
+                max_age = float(int(arg))
+    return max_age
+
+
+def is_public_address(address: str) -> bool:
+    """True when ``address`` is a globally routable unicast IP (what a feed host may be)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address):
+        mapped = ip.ipv4_mapped or ip.sixtofour
+        if mapped is not None:
+            return is_public_address(str(mapped))
+    return ip.is_global and not (
+        ip.is_multicast
+        or ip.is_private
+        or ip.is_loopback
+        or ip.is_link_local
+        or ip.is_reserved
+        or ip.is_unspecified
+    )
+
+
+def human_size(n: int) -> str:
+    mb = 1024 * 1024
+    if n >= mb and n % mb == 0:
+        return f"{n // mb} MB"
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n // 1024} KB"
+    return f"{n} bytes"
+
+
+# edges -------------------------------------------------------------------------------------
+
+
+# Set while a fetch with allow_private=False runs; read by the connection guard below.
+_public_only: ContextVar[bool] = ContextVar("digestbot_fetch_public_only", default=False)
+
+
+@contextmanager
+def forbid_private_addresses(forbid: bool = True) -> Iterator[None]:
+    """Inside this block, clients from :func:`make_http_client` connect to public addresses
+    only (checked at connect time, on the address actually used)."""
+    token = _public_only.set(forbid)
+    try:
+        yield
+    finally:
+        _public_only.reset(token)
+
+
+class PrivateAddressRefused(Exception):
+    """Raised inside the transport; :func:`fetch` turns it into a FetchError."""
+
+    def __init__(self, host: str, address: str) -> None:
+        super().__init__(f"refusing private address {address} for host {host!r}")
+        self.host = host
+        self.address = address
+
+
+async def public_address(host: str, port: int) -> str:
+    """Resolve ``host``; return an address to connect to if every address is public.
+
+    All addresses are checked, not just the first, because the connection may use any.
+    Raises :class:`PrivateAddressRefused` or ``socket.gaierror``.
+    """
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    addresses = [str(info[4][0]) for info in infos]
+    for address in addresses:
+        if not is_public_address(address):
+            raise PrivateAddressRefused(host, address)
+    return addresses[0]
+
+
+class _GuardedBackend(httpcore.AsyncNetworkBackend):
+    """Connects to the address it checked, when the running fetch forbids private ones."""
+
+    def __init__(self) -> None:
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        if _public_only.get():
+            host = await public_address(host, port)
+        return await self._inner.connect_tcp(
+            host, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+        )
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        return await self._inner.connect_unix_socket(
+            path, timeout=timeout, socket_options=socket_options
+        )
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class _GuardedTransport(httpx.AsyncHTTPTransport):
+    def __init__(self) -> None:
+        super().__init__(trust_env=False)
+        # httpx has no public hook for the network backend; its pool is the documented
+        # httpcore one, so swap it for one with the guard (tests cover the guard end to end).
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(trust_env=False),
+            max_connections=100,
+            max_keepalive_connections=20,
+            keepalive_expiry=5.0,
+            network_backend=_GuardedBackend(),
+        )
+
+
+def make_http_client(timeout: float = 10.0) -> httpx.AsyncClient:
+    """The client :func:`fetch` expects: our User-Agent, no automatic redirects, no proxies
+    from the environment (they would bypass the address check), and the connection guard."""
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout),
+        follow_redirects=False,
+        headers={"User-Agent": USER_AGENT, "Accept": ACCEPT},
+        trust_env=False,
+        transport=_GuardedTransport(),
+    )
+
+
+async def _check_host(url: str, host: str, port: int) -> None:
+    try:
+        await public_address(host, port)
+    except socket.gaierror as exc:
+        raise FetchError(url, f"cannot resolve host {host!r}") from exc
+    except PrivateAddressRefused as exc:
+        raise FetchError(url, str(exc)) from exc
+
+
+def _http_target(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise FetchError(url, f"unsupported URL scheme {parts.scheme!r} (only http and https)")
+    if not parts.hostname:
+        raise FetchError(url, "URL has no host")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        raise FetchError(url, "URL has an invalid port") from exc
+    return parts.hostname, port
+
+
+def _local_path(location: str) -> Path | None:
+    """The file a location names, or None if it is an http(s) URL."""
+    parts = urlsplit(location)
+    if parts.scheme in ("http", "https"):
+        return None
+    if parts.scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise FetchError(location, f"file URL on another host {parts.netloc!r}")
+        return Path(url2pathname(unquote(parts.path)))
+    if "://" in location:
+        raise FetchError(location, f"unsupported URL scheme {parts.scheme!r}")
+    return Path(location).expanduser()
+
+
+def _read_file(location: str, path: Path, last_modified: str | None, max_bytes: int) -> FetchResult:
+    try:
+        stat = path.stat()
+        if path.is_dir():
+            raise FetchError(location, "is a directory, not a file")
+        mtime = formatdate(stat.st_mtime, usegmt=True)
+        uri = path.resolve().as_uri()
+        if last_modified is not None and last_modified == mtime:
+            return FetchResult("not_modified", None, uri, last_modified=mtime)
+        if stat.st_size > max_bytes:
+            raise FetchError(location, f"larger than {human_size(max_bytes)}")
+        with path.open("rb") as fh:
+            content = fh.read(max_bytes + 1)
+    except FileNotFoundError as exc:
+        raise FetchError(location, "no such file") from exc
+    except PermissionError as exc:
+        raise FetchError(location, "permission denied") from exc
+    except IsADirectoryError as exc:
+        raise FetchError(location, "is a directory, not a file") from exc
+    except OSError as exc:
+        raise FetchError(location, f"cannot read file ({exc.strerror or exc})") from exc
+    if len(content) > max_bytes:  # grew between stat and read
+        raise FetchError(location, f"larger than {human_size(max_bytes)}")
+    content_type, _ = mimetypes.guess_type(path.name)
+    return FetchResult("ok", content, uri, content_type=content_type, last_modified=mtime)
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _describe(exc: httpx.HTTPError) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    if isinstance(exc, httpx.ConnectError):
+        # httpcore/anyio wrap the OS error in generic "All connection attempts failed".
+        causes = _causes(exc)
+        if any(isinstance(c, ConnectionRefusedError) for c in causes):
+            return "connection refused"
+        if any(isinstance(c, socket.gaierror) for c in causes):
+            return "cannot resolve host"
+        return f"cannot connect ({exc or type(exc).__name__})"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return f"server broke the HTTP protocol ({exc})"
+    if isinstance(exc, httpx.DecodingError):
+        return "response body could not be decoded"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+async def _read_capped(response: httpx.Response, url: str, max_bytes: int) -> bytes:
+    declared = response.headers.get("Content-Length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > max_bytes:
+        raise FetchError(url, f"larger than {human_size(max_bytes)}")
+    chunks: list[bytes] = []
+    total = 0
+    # aiter_bytes counts decoded bytes, so a gzip bomb hits the cap as well.
+    async for chunk in response.aiter_bytes(_CHUNK):
+        total += len(chunk)
+        if total > max_bytes:
+            raise FetchError(url, f"larger than {human_size(max_bytes)}")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def fetch(
+    client: httpx.AsyncClient,
+    location: str,
+    *,
+    etag: str | None = None,
+    last_modified: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    allow_private: bool = True,
+    max_redirects: int = 5,
+    total_timeout: float | None = 120.0,
+) -> FetchResult:
+    """Fetch ``location`` (http(s) URL, ``file://`` URL or path) conditionally.
+
+    ``allow_private=False`` is for feeds users add: it refuses local files and hosts that
+    resolve to non-public addresses, on every redirect hop. The client's timeout bounds each
+    network step; ``total_timeout`` bounds the whole fetch, so a server dripping one byte at
+    a time cannot hold a poll forever. Raises :class:`FetchError` (:class:`FeedUnavailable`
+    for 429/503, with ``retry_after``).
+    """
+    try:
+        with forbid_private_addresses(not allow_private):
+            async with asyncio.timeout(total_timeout):
+                return await _fetch(
+                    client,
+                    location,
+                    etag=etag,
+                    last_modified=last_modified,
+                    max_bytes=max_bytes,
+                    allow_private=allow_private,
+                    max_redirects=max_redirects,
+                )
+    except TimeoutError as exc:
+        raise FetchError(location, f"timed out after {total_timeout:g} s in total") from exc
+
+
+async def _fetch(
+    client: httpx.AsyncClient,
+    location: str,
+    *,
+    etag: str | None,
+    last_modified: str | None,
+    max_bytes: int,
+    allow_private: bool,
+    max_redirects: int,
+) -> FetchResult:
+    path = _local_path(location)
+    if path is not None:
+        if not allow_private:
+            raise FetchError(location, "local files are not allowed for this feed")
+        return await asyncio.to_thread(_read_file, location, path, last_modified, max_bytes)
+
+    headers: dict[str, str] = {}
+    if etag:
+        headers["If-None-Match"] = etag
+    if last_modified:
+        headers["If-Modified-Since"] = last_modified
+
+    url = location
+    seen = {url}
+    for hop in range(max_redirects + 1):
+        host, port = _http_target(url)
+        if not allow_private:
+            await _check_host(url, host, port)
+        try:
+            request = client.build_request("GET", url, headers=headers)
+            response = await client.send(request, stream=True)
+        except httpx.InvalidURL as exc:
+            raise FetchError(url, f"invalid URL ({exc})") from exc
+        except PrivateAddressRefused as exc:
+            raise FetchError(url, str(exc)) from exc
+        except httpx.HTTPError as exc:
+            raise FetchError(url, _describe(exc)) from exc
+        try:
+            if response.status_code in REDIRECT_STATUSES:
+                target = response.headers.get("Location")
+                if not target:
+                    raise FetchError(url, f"HTTP {response.status_code} redirect without Location")
+                url = urljoin(url, target.strip())
+                if url in seen:
+                    raise FetchError(location, f"redirect loop at {url}")
+                seen.add(url)
+                if hop == max_redirects:
+                    raise FetchError(location, f"too many redirects (more than {max_redirects})")
+                continue
+            return await _finish(response, url, max_bytes)
+        except httpx.HTTPError as exc:
+            raise FetchError(url, _describe(exc)) from exc
+        finally:
+            await response.aclose()
+    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+
+async def _finish(response: httpx.Response, url: str, max_bytes: int) -> FetchResult:
+    status = response.status_code
+    retry_after = parse_retry_after(response.headers.get("Retry-After"), time.time())
+    if status == 304:
+        return FetchResult(
+            "not_modified",
+            None,
+            url,
+            etag=response.headers.get("ETag"),
+            last_modified=response.headers.get("Last-Modified"),
+            retry_after=retry_after,
+            max_age=parse_max_age(response.headers.get("Cache-Control")),
+        )
+    if status in (429, 503):
+        reason = f"HTTP {status} {response.reason_phrase}".rstrip()
+        if retry_after is not None:
+            reason += f" (retry after {retry_after:.0f} s)"
+        raise FeedUnavailable(url, reason, retry_after, status=status)
+    if status >= 400:
+        raise FeedHTTPError(url, f"HTTP {status} {response.reason_phrase}".rstrip(), status)
+    if not 200 <= status < 300:
+        raise FetchError(url, f"unexpected HTTP {status} {response.reason_phrase}".rstrip())
+    content = await _read_capped(response, url, max_bytes)
+    return FetchResult(
+        "ok",
+        content,
+        url,
+        content_type=response.headers.get("Content-Type"),
+        etag=response.headers.get("ETag"),
+        last_modified=response.headers.get("Last-Modified"),
+        retry_after=retry_after,
+        max_age=parse_max_age(response.headers.get("Cache-Control")),
+    )
+
+
+def fetch_sync(
+    location: str,
+    *,
+    timeout: float = 10.0,
+    etag: str | None = None,
+    last_modified: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    allow_private: bool = True,
+    max_redirects: int = 5,
+    total_timeout: float | None = 120.0,
+) -> FetchResult:
+    """:func:`fetch` for synchronous callers (the CLI); not for use inside an event loop."""
+
+    async def run() -> FetchResult:
+        async with make_http_client(timeout) as client:
+            return await fetch(
+                client,
+                location,
+                etag=etag,
+                last_modified=last_modified,
+                max_bytes=max_bytes,
+                allow_private=allow_private,
+                max_redirects=max_redirects,
+                total_timeout=total_timeout,
+            )
+
+    return asyncio.run(run())
+
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "USER_AGENT",
+    "FeedHTTPError",
+    "FeedUnavailable",
+    "FetchResult",
+    "PrivateAddressRefused",
+    "fetch",
+    "fetch_sync",
+    "forbid_private_addresses",
+    "human_size",
+    "is_public_address",
+    "make_http_client",
+    "parse_max_age",
+    "parse_retry_after",
+    "public_address",
+]

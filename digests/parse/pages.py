@@ -1,0 +1,352 @@
+"""Single episode pages: plain text laid out like a crawler's capture, and HTML (JSON-LD
+``PodcastEpisode``, else og:/meta tags, ``<title>``, ``<h1>`` and the same text layout)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from lxml import etree
+
+from digests.models import RawEntry
+from digests.parse.text import (
+    MAX_NEARBY,
+    MAX_TITLE,
+    cap,
+    element_text,
+    html_parser,
+    paragraphs,
+    squash,
+    stable_guid,
+    to_text,
+)
+
+# "  • Show: PyTorch", "- Published: …", "1. Some title", "2) Other title".
+_BULLET = re.compile(r"^(?:[-*•·‣◦▪–]|\d{1,3}[.)])\s+")
+_META = re.compile(
+    r"^(audio duration|duration|length|published|date|show|podcast|series|audio|"
+    r"audio url|episode url|url|link|guid|id)\s*:\s*(\S.*)$",
+    re.I,
+)
+_NEARBY = re.compile(
+    r"^(?:nearby|more|other|recent|related|previous) episodes(?:\s+(?:from|of)\s+(.+?))?\s*:?$",
+    re.I,
+)
+_TRANSCRIPT = re.compile(r"^(?:transcript(?: excerpt)?|episode transcript)\s*:?$", re.I)
+_OVERVIEW = re.compile(r"^(?:episode overview|overview|about this episode)\s*:?$", re.I)
+
+_META_FIELD = {
+    "audio duration": "audio_duration",
+    "duration": "duration",
+    "length": "duration",
+    "published": "published",
+    "date": "published",
+    "show": "show",
+    "podcast": "show",
+    "series": "show",
+    "audio": "audio",
+    "audio url": "audio",
+    "episode url": "link",
+    "url": "link",
+    "link": "link",
+    "guid": "guid",
+    "id": "guid",
+}
+
+
+@dataclass
+class TextPage:
+    """What the crawler-style layout yields; every part optional."""
+
+    title: str = ""
+    description: str = ""
+    transcript: str = ""
+    meta: dict[str, str] = field(default_factory=dict)
+    nearby: list[str] = field(default_factory=list)
+    nearby_show: str | None = None
+    has_transcript: bool = False
+
+    @property
+    def is_episode(self) -> bool:
+        """A title plus some sign of an episode; random prose is not one."""
+        signals = ("published", "duration", "audio_duration", "audio")
+        return bool(self.title) and (
+            any(self.meta.get(k) for k in signals) or self.has_transcript
+        )
+
+
+def read_text_layout(text: str) -> TextPage:
+    """Parse the two known layouts (blank-line separated, or one line per paragraph)."""
+    page = TextPage()
+    lines = [line.strip() for line in text.splitlines()]
+    # With blank lines between paragraphs, adjacent lines are one wrapped paragraph;
+    # without any, every line is its own paragraph.
+    blank_separated = any(not line for line in _trim(lines))
+    state = "start"
+    desc: list[list[str]] = []
+    body: list[list[str]] = []
+    new_para = True
+
+    def add(target: list[list[str]], line: str) -> None:
+        nonlocal new_para
+        if new_para or not blank_separated or not target:
+            target.append([line])
+        else:
+            target[-1].append(line)
+        new_para = False
+
+    for raw in lines:
+        if not raw:
+            new_para = True
+            continue
+        if state == "start":
+            page.title = raw[:MAX_TITLE]
+            state = "desc"
+            new_para = True
+            continue
+        if state == "nearby":
+            item = _BULLET.sub("", raw, count=1)
+            if item == raw and page.nearby:
+                # The list ended; what follows is page furniture.
+                state = "end"
+            elif len(page.nearby) < MAX_NEARBY:
+                page.nearby.append(item[:MAX_TITLE])
+            continue
+        if state == "end":
+            continue
+        if state != "transcript":
+            m = _META.match(_BULLET.sub("", raw, count=1))
+            if m:
+                key = _META_FIELD[m.group(1).lower()]
+                page.meta.setdefault(key, m.group(2).strip()[:MAX_TITLE])
+                if state == "desc":
+                    state = "meta"
+                new_para = True
+                continue
+        nearby = _NEARBY.match(raw)
+        if nearby:
+            state = "nearby"
+            page.nearby_show = (nearby.group(1) or "").strip()[:MAX_TITLE] or None
+            continue
+        if _TRANSCRIPT.match(raw):
+            state = "transcript"
+            page.has_transcript = True
+            new_para = True
+            continue
+        if state != "transcript" and _OVERVIEW.match(raw):
+            state = "overview"
+            continue
+        if state == "desc":
+            add(desc, raw)
+        elif state == "transcript":
+            add(body, raw)
+        # "overview" prose and anything after the list are crawler boilerplate.
+    page.description = cap(paragraphs("\n\n".join(" ".join(p) for p in desc)))
+    page.transcript = cap(paragraphs("\n\n".join(" ".join(p) for p in body)))
+    return page
+
+
+def _trim(lines: list[str]) -> list[str]:
+    start = 0
+    end = len(lines)
+    while start < end and not lines[start]:
+        start += 1
+    while end > start and not lines[end - 1]:
+        end -= 1
+    return lines[start:end]
+
+
+def text_page_entry(page: TextPage, link: str | None = None) -> tuple[str | None, RawEntry]:
+    meta = page.meta
+    published = meta.get("published")
+    link = meta.get("link") or link
+    entry = RawEntry(
+        guid=meta.get("guid") or stable_guid(link, page.title, published),
+        title=page.title,
+        description=page.description,
+        transcript=page.transcript,
+        published=published,
+        duration=meta.get("duration") or meta.get("audio_duration"),
+        link=link,
+        audio_url=meta.get("audio"),
+        nearby=tuple(page.nearby),
+        show=meta.get("show") or page.nearby_show,
+    )
+    return entry.show, entry
+
+
+# ---------------------------------------------------------------- HTML
+
+
+def _episode_type(obj: dict[str, Any]) -> bool:
+    kind = obj.get("@type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    return any(isinstance(k, str) and k.rsplit("/", 1)[-1].endswith("Episode") for k in kinds)
+
+
+def _find_episode(data: Any, depth: int = 0) -> dict[str, Any] | None:
+    if depth > 6:
+        return None
+    if isinstance(data, list):
+        for item in data[:200]:
+            found = _find_episode(item, depth + 1)
+            if found is not None:
+                return found
+    elif isinstance(data, dict):
+        if _episode_type(data):
+            return data
+        for key in ("@graph", "mainEntity", "hasPart", "episode"):
+            if key in data:
+                found = _find_episode(data[key], depth + 1)
+                if found is not None:
+                    return found
+    return None
+
+
+def _str(value: Any, *keys: str) -> str | None:
+    """A string out of JSON-LD, which may nest it in objects or lists."""
+    for _ in range(4):
+        if isinstance(value, list):
+            value = value[0] if value else None
+        elif isinstance(value, dict):
+            for key in keys:
+                if key in value:
+                    value = value[key]
+                    break
+            else:
+                return None
+        else:
+            break
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        text = squash(str(value))
+        return text or None
+    return None
+
+
+@dataclass
+class _Html:
+    jsonld: dict[str, Any] | None = None
+    meta: dict[str, str] = field(default_factory=dict)
+    title: str | None = None
+    h1: str | None = None
+    canonical: str | None = None
+    feed_link: str | None = None
+
+
+def _scan_head(root: etree._Element) -> _Html:
+    found = _Html()
+    for el in root.iter("script", "meta", "link", "title", "h1"):
+        tag = el.tag
+        if tag == "script":
+            if (el.get("type") or "").strip().lower() != "application/ld+json":
+                continue
+            if found.jsonld is None and el.text:
+                try:
+                    found.jsonld = _find_episode(json.loads(el.text))
+                except (ValueError, RecursionError):
+                    continue
+        elif tag == "meta":
+            key = (el.get("property") or el.get("name") or el.get("itemprop") or "").lower()
+            content = el.get("content")
+            if key and content and key not in found.meta:
+                found.meta[key] = squash(content)[:MAX_TITLE]
+        elif tag == "link":
+            rel = (el.get("rel") or "").lower().split()
+            href = (el.get("href") or "").strip()
+            if "canonical" in rel and href and found.canonical is None:
+                found.canonical = href
+            kind = (el.get("type") or "").lower()
+            if "alternate" in rel and kind in ("application/rss+xml", "application/atom+xml"):
+                found.feed_link = found.feed_link or href or None
+        elif tag == "title" and found.title is None:
+            found.title = squash("".join(el.itertext()))[:MAX_TITLE] or None
+        elif tag == "h1" and found.h1 is None:
+            found.h1 = squash("".join(el.itertext()))[:MAX_TITLE] or None
+    return found
+
+
+def read_html(root: etree._Element, source_url: str | None) -> tuple[str | None, RawEntry | None, str | None]:
+    """(show, entry or None, feed link the page advertises)."""
+    head = _scan_head(root)
+    body = root.find("body")
+    text = element_text(body if body is not None else root)
+    if head.h1:
+        # Site navigation before the heading would otherwise pass for the title.
+        at = text.find(head.h1)
+        if at > 0:
+            text = text[at:]
+    layout = read_text_layout(text)
+    ld = head.jsonld or {}
+    meta = head.meta
+    title = (
+        _str(ld.get("name"))
+        or _str(ld.get("headline"))
+        or meta.get("og:title")
+        or head.h1
+        or head.title
+        or layout.title
+        or ""
+    )[:MAX_TITLE]
+    description = to_text(_str(ld.get("description")) or meta.get("og:description"))
+    if not description:
+        description = layout.description or to_text(meta.get("description"))
+    ld_transcript = ld.get("transcript")
+    transcript = to_text(_str(ld_transcript, "text", "articleBody")) or layout.transcript
+    published = (
+        _str(ld.get("datePublished"))
+        or _str(ld.get("uploadDate"))
+        or meta.get("article:published_time")
+        or layout.meta.get("published")
+    )
+    duration = (
+        _str(ld.get("timeRequired"))
+        or _str(ld.get("duration"))
+        or _str(ld.get("associatedMedia"), "duration")
+        or layout.meta.get("duration")
+        or layout.meta.get("audio_duration")
+        or meta.get("music:duration")
+    )
+    link = (
+        _str(ld.get("url"))
+        or meta.get("og:url")
+        or head.canonical
+        or layout.meta.get("link")
+        or source_url
+    )
+    audio = (
+        _str(ld.get("associatedMedia"), "contentUrl", "url")
+        or meta.get("og:audio:secure_url")
+        or meta.get("og:audio:url")
+        or meta.get("og:audio")
+        or layout.meta.get("audio")
+    )
+    show = (
+        _str(ld.get("partOfSeries"), "name")
+        or layout.meta.get("show")
+        or layout.nearby_show
+        or meta.get("og:site_name")
+    )
+    is_episode = bool(head.jsonld) or (
+        bool(title) and bool(published or duration or audio or layout.has_transcript)
+    )
+    if not is_episode:
+        return show, None, head.feed_link
+    entry = RawEntry(
+        guid=layout.meta.get("guid") or stable_guid(link, title, published),
+        title=title,
+        description=description,
+        transcript=transcript,
+        published=published,
+        duration=duration,
+        link=link,
+        audio_url=audio,
+        nearby=tuple(layout.nearby),
+        show=show,
+    )
+    return show, entry, head.feed_link
+
+
+def parse_html_tree(markup: str | bytes) -> etree._Element | None:
+    return etree.fromstring(markup, html_parser())

@@ -1,0 +1,190 @@
+"""Text helpers shared by the parsers: caps, HTML → plain text, whitespace, stable guids."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+import threading
+
+from lxml import etree
+
+# Feeds in the wild carry megabytes of junk in one field; nothing we show needs more.
+MAX_TEXT = 100_000
+MAX_TITLE = 2_000
+MAX_ENTRIES = 10_000
+MAX_NEARBY = 50
+
+_BLANKS = re.compile(r"\n\s*\n\s*")
+# '<' followed by something tag-like: "a < b" is text, "<p>" and "</p>" are markup.
+_LOOKS_HTML = re.compile(r"<[A-Za-z/!?]")
+_GITHUB_PULL = re.compile(r"^(?:https?://)?(?:www\.)?github\.com/[\w.-]+/[\w.-]+/pull/\d+", re.I)
+
+# Elements whose end is a paragraph break; everything else is inline.
+_BLOCK = frozenset(
+    "address article aside blockquote body dd details div dl dt fieldset figcaption figure "
+    "footer form h1 h2 h3 h4 h5 h6 header hr li main nav ol p pre section summary table "
+    "tbody thead tfoot tr ul".split()
+)
+_SKIP = frozenset("script style noscript template head title iframe object svg math".split())
+
+_local = threading.local()
+
+
+def html_parser() -> etree.HTMLParser:
+    """One HTML parser per thread: lxml parser objects must not be shared across threads."""
+    parser: etree.HTMLParser | None = getattr(_local, "html", None)
+    if parser is None:
+        parser = etree.HTMLParser(
+            no_network=True, remove_comments=True, remove_pis=True, default_doctype=False
+        )
+        _local.html = parser
+    return parser
+
+
+def cap(text: str, limit: int = MAX_TEXT) -> str:
+    return text if len(text) <= limit else text[:limit]
+
+
+def squash(text: str) -> str:
+    """All whitespace runs → one space, trimmed."""
+    return " ".join(text.split())
+
+
+def paragraphs(text: str) -> str:
+    """Whitespace normalised inside paragraphs; paragraphs (blank-line separated) kept."""
+    if "\n" not in text:
+        return " ".join(text.split())
+    parts = (" ".join(p.split()) for p in _BLANKS.split(text))
+    return "\n\n".join(p for p in parts if p)
+
+
+def looks_html(text: str) -> bool:
+    return "<" in text and _LOOKS_HTML.search(text) is not None
+
+
+def to_text(value: str | None) -> str:
+    """A feed text field as plain text: HTML → paragraphs, entities decoded, capped."""
+    if not value:
+        return ""
+    value = cap(value, MAX_TEXT * 2)
+    if "<" in value and looks_html(value):
+        return cap(html_to_text(value))
+    if "&" in value:
+        # Double-escaped feeds ("&amp;amp;", "&lt;p&gt;" inside CDATA) are common.
+        value = html.unescape(value)
+        if "<" in value and looks_html(value):
+            return cap(html_to_text(value))
+    return cap(paragraphs(value))
+
+
+# Simple markup — the <p>/<a>/<em>/<li> of nearly every podcast description — converts
+# without building a tree. Anything else (comments, scripts, tables, odd attributes, a
+# '<' that is not one of these tags) goes to lxml.html. The results are the same; tests
+# compare the two paths.
+_INLINE = "a|abbr|b|bdi|bdo|cite|code|data|del|dfn|em|i|ins|kbd|mark|q|s|samp|small|span|strong|sub|sup|time|u|var|wbr"
+_BLOCKS = "p|div|blockquote|h[1-6]|ul|ol|li|dl|dt|dd|section|article|header|footer|main|aside|figure|figcaption|hr|address|nav"
+_ATTRS = r"""(?:\s+[A-Za-z_:][-\w:.]*(?:\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s"'<>=`]+))?)*\s*/?"""
+_SIMPLE_TAG = re.compile(rf"<(/?)(?i:({_BLOCKS}|{_INLINE}|br))\b{_ATTRS}>")
+
+
+def html_to_text(markup: str) -> str:
+    """Plain text of an HTML fragment: block elements become paragraph breaks."""
+    simple = _simple_html_to_text(markup)
+    if simple is not None:
+        return simple
+    return _lxml_html_to_text(markup)
+
+
+def _simple_html_to_text(markup: str) -> str | None:
+    out: list[str] = []
+    pos = 0
+    for m in _SIMPLE_TAG.finditer(markup):
+        start = m.start()
+        if markup.find("<", pos, start) != -1:
+            return None
+        out.append(markup[pos:start])
+        name = m.group(2).lower()
+        closing = m.group(1)
+        if name == "br":
+            out.append("\n")
+        elif name == "a":
+            if not closing and "github.com" in m.group():
+                return None
+        elif name in _BLOCK:
+            out.append("\n\n- " if name == "li" and not closing else "\n\n")
+        pos = m.end()
+    if markup.find("<", pos) != -1:
+        return None
+    out.append(markup[pos:])
+    text = "".join(out)
+    if "&" in text:
+        text = html.unescape(text)
+    return paragraphs(text)
+
+
+def _lxml_html_to_text(markup: str) -> str:
+    try:
+        root = etree.fromstring(markup, html_parser())
+    except (etree.ParserError, ValueError):
+        # lxml refuses empty or whitespace-only documents (and str with an encoding decl).
+        return paragraphs(html.unescape(_strip_tags(markup)))
+    if root is None:
+        return ""
+    return element_text(root)
+
+
+def element_text(root: etree._Element) -> str:
+    """Plain text of a parsed (X)HTML element tree, paragraphs separated by blank lines."""
+    out: list[str] = []
+    append = out.append
+    skipping = 0
+    for event, el in etree.iterwalk(root, events=("start", "end")):
+        tag = el.tag
+        if not isinstance(tag, str):
+            # Comments, PIs, entities: no text of their own, but their tail is content.
+            if event == "end" and not skipping and el.tail:
+                append(el.tail)
+            continue
+        name = tag.rsplit("}", 1)[-1].lower()
+        if event == "start":
+            if name in _SKIP:
+                skipping += 1
+                continue
+            if skipping:
+                continue
+            if name in _BLOCK:
+                append("\n\n- " if name == "li" else "\n\n")
+            elif name == "br":
+                append("\n")
+            if el.text:
+                append(el.text)
+        else:
+            if name in _SKIP:
+                skipping -= 1
+            elif not skipping:
+                if name == "a":
+                    href = (el.get("href") or "").strip()
+                    # A PR linked as "#123" would lose its number's repo otherwise.
+                    if _GITHUB_PULL.match(href) and href not in "".join(el.itertext()):
+                        append(f" ({href})")
+                if name in _BLOCK:
+                    append("\n\n")
+            if not skipping and el.tail:
+                append(el.tail)
+    return paragraphs("".join(out))
+
+
+_TAG = re.compile(r"<[^<>]{0,2000}>")
+
+
+def _strip_tags(markup: str) -> str:
+    return _TAG.sub(" ", markup)
+
+
+def stable_guid(link: str | None, title: str, published: str | None) -> str:
+    """An id that survives re-polls for items that publish none: the link, else a hash."""
+    if link:
+        return link
+    blob = f"{title}\x1f{published or ''}".encode()
+    return "sha1:" + hashlib.sha1(blob, usedforsecurity=False).hexdigest()

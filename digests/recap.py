@@ -1,0 +1,328 @@
+"""Weekly recap aggregation: one ISO week of episodes → a ``WeeklyRecap``. Pure: no I/O.
+
+Weeks are ISO weeks (Monday–Sunday) *in the configured timezone*: an episode published at
+23:30 on Sunday in New York (03:30 on Monday in UTC) belongs to that Sunday's week there,
+and one published at 23:30 UTC on Sunday belongs to the next week in Berlin (where it is
+already Monday). The bounds are local midnights converted to UTC, so a week that contains
+a DST change is 167 or 169 hours long, and weeks tile time with no gap or overlap.
+
+Recurring subjects — method and why
+-----------------------------------
+Each episode is one document: its headline plus its summary. Candidates are word n-grams
+(1–3 words) that never cross punctuation and contain no stopword (English function words,
+the show names, and briefing boilerplate such as "fixes", "update", "today"). Words are
+compared case-folded with a light plural fold ("kernels" = "kernel", "fixes" = "fix").
+A candidate's score is its *document frequency*: in how many of the week's episodes it
+appears. Only candidates in at least two episodes are kept — a subject is something that
+*comes back* during the week, which is exactly what document frequency measures.
+
+A phrase is preferred over its words: a shorter n-gram is dropped when a longer one that
+contains it appears in just as many episodes (it only ever came as part of the phrase), so
+the recap says "all-gather contract", not "all-gather", "contract" and the phrase. A word
+that also recurs on its own (in more episodes than the phrase) stays.
+
+Ranking: more episodes first, then more headlines (the show put it in a title, so it
+mattered), then longer phrases, then the earliest appearance in the week.
+
+Why not TF-IDF, TextRank or embeddings: a week is 1–50 short texts, too few for IDF or a
+co-occurrence graph to mean anything, and a team reading the recap should be able to tell
+why a subject is listed ("it came up in 3 episodes"). Document frequency over n-grams is
+deterministic, needs no model or background corpus, costs microseconds, and is easy to
+table-test. A week with a single episode has no recurring subjects, by definition.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from digests.decide import matches
+from digests.errors import DigestError
+from digests.models import Episode, RecapEpisode, RecapPullRequest, WeeklyRecap
+
+__all__ = [
+    "InvalidWeek",
+    "aggregate",
+    "parse_week",
+    "previous_week",
+    "subjects",
+    "week_bounds",
+    "week_of",
+]
+
+MAX_SUBJECTS = 8
+
+
+class InvalidWeek(DigestError):
+    """A week that is not an ISO week (``2026-W54``, ``W41`` without a year, …)."""
+
+
+# -- weeks ------------------------------------------------------------------------------------
+
+
+def _monday(year: int, week: int) -> date:
+    try:
+        return date.fromisocalendar(year, week, 1)
+    except ValueError as exc:
+        raise InvalidWeek(f"{year}-W{week:02d} is not an ISO week") from exc
+
+
+def _local_midnight_utc(day: date, tz: ZoneInfo) -> datetime:
+    # fold=0 on a midnight that does not exist (DST at 00:00) maps to the first real instant
+    # of that day, and the previous week's end is computed the same way: no gap, no overlap.
+    return datetime.combine(day, time(0), tzinfo=tz).astimezone(UTC)
+
+
+def week_bounds(year: int, week: int, tz: ZoneInfo) -> tuple[datetime, datetime]:
+    """``[start, end)`` in UTC of ISO week ``year``-W``week`` in ``tz``."""
+    monday = _monday(year, week)
+    return _local_midnight_utc(monday, tz), _local_midnight_utc(monday + timedelta(days=7), tz)
+
+
+def week_of(when: date | datetime, tz: ZoneInfo) -> tuple[int, int]:
+    """ISO ``(year, week)`` of a day, or of an instant as seen in ``tz`` (naive = UTC)."""
+    if isinstance(when, datetime):
+        aware = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+        day = aware.astimezone(tz).date()
+    else:
+        day = when
+    iso = day.isocalendar()
+    return iso.year, iso.week
+
+
+def previous_week(when: date | datetime, tz: ZoneInfo) -> tuple[int, int]:
+    """The ISO week before the one ``when`` falls in: what a Monday recap covers."""
+    year, week = week_of(when, tz)
+    return week_of(_monday(year, week) - timedelta(days=7), tz)
+
+
+_WEEK_RE = re.compile(r"^\s*(\d{4})-?W(\d{1,2})\s*$", re.IGNORECASE)
+
+
+def parse_week(text: str) -> tuple[int, int]:
+    """``"2026-W41"`` (or ``2026W41``, ``2026-w41``) → ``(2026, 41)``; InvalidWeek otherwise."""
+    match = _WEEK_RE.match(text)
+    if not match:
+        raise InvalidWeek(f"{text.strip()!r} is not a week; write it like 2026-W41")
+    year, week = int(match.group(1)), int(match.group(2))
+    _monday(year, week)
+    return year, week
+
+
+# -- subjects ---------------------------------------------------------------------------------
+
+_STOPWORD_TEXT = """
+    a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having he her here hers him his how i if in into is
+    it its itself just let lets me more most my no nor not now of off on once only or other
+    our ours out over own same she should so some such than that the their theirs them then
+    there these they this those through to too under until up very was we were what when
+    where which while who whom why will with would you your yours via per vs versus across
+    among around get gets got make makes made one two three first second third finally next
+    new way ways still yet back plus lot lots much many well
+    today day days week weeks daily morning episode episodes briefing show podcast update
+    updates fix fixes fixed change changes changed work works improvement improvements
+    support supports round rounds push pushes land lands landed bring brings brought
+    pr prs pull request requests commit commits repository repo weekly recap
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+# A token: letters/digits with inner joiners, so "all-gather", "torch.compile", "C++" and
+# "fp8" survive; a trailing sentence period is not part of the word.
+_TOKEN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9'_.+#-]*[A-Za-z0-9+#])?|[^\sA-Za-z0-9]")
+_BREAK = frozenset('.,;:!?()[]{}"“”‘’—–/|&')
+
+
+def _fold(word: str) -> str:
+    """Case-fold and fold plurals, so headline and summary spellings count as one."""
+    w = word.casefold().removesuffix("'s").removesuffix("’s")
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 4 and w.endswith("es") and w[:-2].endswith(("s", "x", "ch", "sh")):
+        return w[:-2]
+    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        return w[:-1]
+    return w
+
+
+def _runs(text: str, stop: frozenset[str]) -> list[list[str]]:
+    """Runs of content words: broken at punctuation and at stopwords."""
+    runs: list[list[str]] = [[]]
+    for token in _TOKEN_RE.findall(text):
+        if token in _BREAK or not token[0].isalnum():
+            runs.append([])
+            continue
+        folded = _fold(token)
+        if folded in stop or token.casefold() in stop or folded.isdigit() or len(folded) < 2:
+            runs.append([])
+            continue
+        runs[-1].append(token)
+    return [r for r in runs if r]
+
+
+@dataclass
+class _Candidate:
+    key: tuple[str, ...]
+    docs: set[int] = field(default_factory=set)
+    headline_docs: set[int] = field(default_factory=set)
+    first: tuple[int, int] = (1 << 30, 0)
+    forms: Counter[str] = field(default_factory=Counter)
+
+
+def _contains(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
+    n = len(shorter)
+    return any(longer[i : i + n] == shorter for i in range(len(longer) - n + 1))
+
+
+def subjects(
+    documents: Sequence[tuple[str, str]],
+    *,
+    extra_stopwords: Iterable[str] = (),
+    limit: int = MAX_SUBJECTS,
+    min_docs: int = 2,
+    max_words: int = 3,
+) -> tuple[str, ...]:
+    """Recurring subjects of ``(headline, summary)`` documents (see the module docstring)."""
+    stop = _STOPWORDS | {_fold(w) for s in extra_stopwords for w in s.split()}
+    candidates: dict[tuple[str, ...], _Candidate] = {}
+    for doc, (headline, summary) in enumerate(documents):
+        position = 0
+        for part, text in enumerate((headline, summary)):
+            for run in _runs(text, stop):
+                folded = [_fold(t) for t in run]
+                for n in range(1, max_words + 1):
+                    for i in range(len(run) - n + 1):
+                        key = tuple(folded[i : i + n])
+                        cand = candidates.setdefault(key, _Candidate(key))
+                        cand.docs.add(doc)
+                        if part == 0:
+                            cand.headline_docs.add(doc)
+                        cand.first = min(cand.first, (doc, position + i))
+                        # Summary spellings are sentence case: better than Title Case.
+                        cand.forms[" ".join(run[i : i + n])] += 1 if part == 0 else 2
+                position += len(run)
+    recurring = [c for c in candidates.values() if len(c.docs) >= min_docs]
+    kept = [
+        c
+        for c in recurring
+        if not any(
+            len(o.key) > len(c.key) and len(o.docs) == len(c.docs) and _contains(o.key, c.key)
+            for o in recurring
+        )
+    ]
+    kept.sort(key=lambda c: (-len(c.docs), -len(c.headline_docs), -len(c.key), c.first))
+    return tuple(_display(c) for c in kept[:limit])
+
+
+def _display(cand: _Candidate) -> str:
+    best = max(cand.forms.items(), key=lambda kv: (kv[1], kv[0] != kv[0].title()))[0]
+    # Lower-case ordinary words; keep acronyms and inner capitals (MoE, CUDA, FSDP).
+    return " ".join(w if any(ch.isupper() for ch in w[1:]) else w.lower() for w in best.split())
+
+
+# -- aggregation ------------------------------------------------------------------------------
+
+
+def aggregate(
+    episodes: Sequence[Episode],
+    *,
+    year: int,
+    week: int,
+    tz: ZoneInfo,
+    shows: Sequence[str],
+    keywords: Sequence[str] = (),
+    max_subjects: int = MAX_SUBJECTS,
+) -> WeeklyRecap:
+    """The recap of ISO week ``year``-W``week`` in ``tz`` for ``shows`` (empty = every show).
+
+    ``episodes`` may hold anything (other weeks, other shows, repeats): this picks the
+    episodes published in the week, of those shows, that match ``keywords``; lists them
+    oldest first; totals their listening time; gathers their PRs (one entry per PR URL,
+    those named in more episodes first, then in order of first mention); and finds the
+    recurring subjects.
+    """
+    start, end = week_bounds(year, week, tz)
+    wanted = {s.casefold() for s in shows}
+    seen: set[tuple[str, str]] = set()
+    chosen: list[Episode] = []
+    for ep in sorted(episodes, key=lambda e: (e.published_at, e.show, e.guid)):
+        ident = (ep.show, ep.guid)
+        if ident in seen or not (start <= ep.published_at < end):
+            continue
+        if wanted and ep.show.casefold() not in wanted:
+            continue
+        # The same test delivery applies, so the recap lists exactly what the channel got.
+        if not matches(ep, keywords):
+            continue
+        seen.add(ident)
+        chosen.append(ep)
+
+    prs: dict[str, _PrAcc] = {}
+    for ep_index, ep in enumerate(chosen):
+        headline = ep.headline or ep.title
+        for pr_index, pr in enumerate(ep.pull_requests):
+            acc = prs.get(pr.url)
+            if acc is None:
+                acc = prs[pr.url] = _PrAcc(pr.number, pr.url, (ep_index, pr_index))
+            if ep.guid not in acc.guids:
+                acc.headlines.append(headline)
+                acc.guids.append(ep.guid)
+            if not acc.context and pr.context:
+                acc.context = pr.context
+    ordered = sorted(prs.values(), key=lambda a: (-len(a.guids), a.first))
+
+    recap_episodes = tuple(
+        RecapEpisode(
+            show=ep.show,
+            guid=ep.guid,
+            headline=ep.headline or ep.title,
+            url=ep.url,
+            published_at=ep.published_at,
+            duration_seconds=ep.duration_seconds,
+            pr_count=len({pr.url for pr in ep.pull_requests}),
+        )
+        for ep in chosen
+    )
+    show_names = tuple(shows) or tuple(dict.fromkeys(ep.show for ep in chosen))
+    return WeeklyRecap(
+        year=year,
+        week=week,
+        shows=show_names,
+        timezone=tz.key,
+        start=start,
+        end=end,
+        episodes=recap_episodes,
+        total_seconds=sum(ep.duration_seconds or 0 for ep in chosen),
+        untimed_episodes=sum(1 for ep in chosen if ep.duration_seconds is None),
+        pull_requests=tuple(
+            RecapPullRequest(
+                number=a.number,
+                url=a.url,
+                episodes=tuple(a.headlines),
+                guids=tuple(a.guids),
+                context=a.context,
+            )
+            for a in ordered
+        ),
+        subjects=subjects(
+            [(ep.headline or ep.title, ep.summary) for ep in chosen],
+            extra_stopwords=[*show_names, *(ep.show for ep in chosen)],
+            limit=max_subjects,
+        ),
+        keywords=tuple(k for k in keywords if k.strip()),
+    )
+
+
+@dataclass
+class _PrAcc:
+    number: int
+    url: str
+    first: tuple[int, int]
+    headlines: list[str] = field(default_factory=list)
+    guids: list[str] = field(default_factory=list)
+    context: str = ""

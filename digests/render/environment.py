@@ -1,0 +1,141 @@
+"""The Jinja2 environment for Slack templates: every ``{{ value }}`` is mrkdwn-escaped.
+
+HTML autoescaping is wrong for Slack (``"`` would show as ``&#34;``), so ``finalize`` escapes
+each value for mrkdwn and hands Jinja a ``Mrkdwn`` (a ``Markup``), which Jinja's own
+autoescape then leaves alone. Values that are already ``Mrkdwn`` — ``link()``, the
+``pr_link`` and ``truncate_words`` filters, a macro's output — pass through unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime, tzinfo
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jinja2 import (
+    BaseLoader,
+    ChoiceLoader,
+    Environment,
+    FileSystemLoader,
+    PackageLoader,
+    StrictUndefined,
+    nodes,
+)
+from jinja2.compiler import CodeGenerator, Frame
+
+from digests.render.escape import Mrkdwn, link, mrkdwn, oneline, safe_url, truncate
+
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def format_duration(seconds: int | float | None) -> str:
+    """151 → ``2:31``, 3723 → ``1:02:03``; unknown or negative → ``""``."""
+    if seconds is None or seconds < 0:
+        return ""
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}:{minutes:02d}:{secs:02d}"
+    return f"{minutes}:{secs:02d}"
+
+
+def format_date(value: datetime | None, tz: tzinfo = UTC) -> str:
+    """``Mon 5 Oct 2026`` in ``tz``; English whatever the process locale is."""
+    if value is None:
+        return ""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    local = value.astimezone(tz)
+    return f"{_DAYS[local.weekday()]} {local.day} {_MONTHS[local.month - 1]} {local.year}"
+
+
+def _finalize(value: Any) -> Any:
+    if value is None:
+        return Mrkdwn("")
+    return mrkdwn(value)
+
+
+def _truncate_words(value: Any, limit: int = 200) -> Mrkdwn:
+    """Escape, then cut at a word: the limit holds for the escaped text Slack counts."""
+    return Mrkdwn(truncate(mrkdwn(value), limit))
+
+
+def _pr_link(pr: Any) -> Mrkdwn:
+    """``<https://github.com/o/r/pull/123|#123>`` for a ``PullRequestRef`` (or anything with
+    ``number`` and ``url``)."""
+    return link(getattr(pr, "url", None), f"#{getattr(pr, 'number', '?')}")
+
+
+def _join(values: Iterable[Any], separator: str = "") -> Mrkdwn:
+    # Jinja's own join HTML-escapes plain items next to Markup ones; ours escapes for Slack.
+    return Mrkdwn(separator).join(values)
+
+
+class _MrkdwnCodeGenerator(CodeGenerator):
+    """``a ~ b`` joins with Slack escaping: Jinja's own ``markup_join`` HTML-escapes the plain
+    side whenever the other is safe (a link), turning ``"`` into ``&#34;``."""
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        if frame.eval_ctx.volatile or not frame.eval_ctx.autoescape:
+            super().visit_Concat(node, frame)
+            return
+        self.write("environment.mrkdwn_join((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+class MrkdwnEnvironment(Environment):
+    """An ``Environment`` whose every output path escapes for Slack mrkdwn, not HTML."""
+
+    code_generator_class = _MrkdwnCodeGenerator
+
+    @staticmethod
+    def mrkdwn_join(values: Iterable[Any]) -> Mrkdwn:
+        return Mrkdwn("").join(values)
+
+
+def default_templates_dir() -> Path:
+    return Path(str(resources.files("digests").joinpath("templates")))
+
+
+def make_environment(templates_dir: str | Path | None = None, tz: tzinfo = UTC) -> Environment:
+    """A fresh environment: templates from ``templates_dir`` first (overrides), then the
+    bundled ``digests/templates``."""
+    loaders: list[BaseLoader] = []
+    if templates_dir is not None:
+        loaders.append(FileSystemLoader(str(templates_dir)))
+    bundled = default_templates_dir()
+    loaders.append(FileSystemLoader(str(bundled)) if bundled.is_dir() else PackageLoader("digests"))
+    env = MrkdwnEnvironment(
+        loader=ChoiceLoader(loaders),
+        autoescape=True,
+        finalize=_finalize,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+    env.filters.update(
+        mrkdwn=mrkdwn,
+        duration=format_duration,
+        date=lambda value: format_date(value, tz),
+        truncate_words=_truncate_words,
+        pr_link=_pr_link,
+        oneline=oneline,
+        join=_join,
+        e=mrkdwn,
+        escape=mrkdwn,
+        forceescape=lambda value: mrkdwn(str(value)),
+    )
+    # These build HTML, which Slack would show as text or, worse, read as its own markup.
+    for name in ("urlize", "xmlattr"):
+        env.filters.pop(name, None)
+    env.tests["linkable"] = lambda value: safe_url(value) is not None
+    env.globals.update(link=link)
+    return env

@@ -1,0 +1,186 @@
+"""Slack mrkdwn escaping, safe links and entity-aware truncation.
+
+Feed text is hostile: it must never ping ``<!channel>``, mention users or forge links. Slack's
+formatting has exactly three control characters (``&``, ``<``, ``>``), so escaping those is
+complete; ``Mrkdwn`` marks text that is already escaped (or built by us) so it is not
+escaped twice.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Self
+from urllib.parse import urlsplit
+
+from markupsafe import Markup
+
+ELLIPSIS = "…"
+
+_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_ESCAPE_RE = re.compile(r"[&<>]")
+# A label's `|` would end the link label early in some clients; a lookalike keeps it readable.
+_PIPE = "¦"
+# C0 controls (but tab, newline) and DEL; bidi overrides, which can make text read backwards.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+_CR_RE = re.compile(r"\r\n?")
+_WS_RE = re.compile(r"\s+")
+# The atoms of escaped mrkdwn that a cut must never split: entities and our own <…> links.
+_ATOM_RE = re.compile(r"&(?:amp|lt|gt);|<[^<>]*>")
+# Never `;`: it ends an entity.
+_TRAILING_JUNK = " \t\n,:-–—(/"
+
+
+class Mrkdwn(Markup):
+    """A string that is valid, safe mrkdwn: templates and builders pass it through untouched.
+
+    ``markupsafe.Markup`` with Slack's escaping instead of HTML's (which would turn ``"`` into
+    ``&#34;``): concatenation, ``join``, ``%`` and ``format`` escape the plain parts, so
+    safety survives them, and Jinja treats it as safe output.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def escape(cls, s: Any, /) -> Self:
+        if hasattr(s, "__html__"):
+            return cls(s.__html__())
+        raw = _CONTROL_RE.sub("", _CR_RE.sub("\n", str(s)))
+        return cls(_ESCAPE_RE.sub(lambda m: _ESCAPES[m.group()], raw))
+
+    def unescape(self) -> str:
+        return unescape(str(self))
+
+    def __repr__(self) -> str:
+        return f"Mrkdwn({str.__repr__(self)})"
+
+
+def mrkdwn(text: object) -> Mrkdwn:
+    """Escape ``&``, ``<`` and ``>`` (and only those); ``Mrkdwn`` and ``None`` pass through.
+
+    Anything with ``__html__`` (a Jinja macro's output in our environment) counts as already
+    escaped: our templates only ever produce mrkdwn-escaped text.
+    """
+    if isinstance(text, Mrkdwn):
+        return text
+    if text is None:
+        return Mrkdwn("")
+    return Mrkdwn.escape(text)
+
+
+def unescape(text: str) -> str:
+    """Undo ``mrkdwn()``; ``&amp;`` last so ``&amp;lt;`` comes back as ``&lt;``."""
+    # str() first: Markup.replace would escape its own arguments.
+    return str(text).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def safe_url(url: str | None) -> str | None:
+    """The URL if it may sit inside ``<…|…>``: http(s), a host, no delimiter or space."""
+    if not url:
+        return None
+    url = url.strip()
+    if any(c in url for c in "|<>\"'` ") or _WS_RE.search(url) or _CONTROL_RE.search(url):
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return None
+    if len(url) > 3000:
+        return None
+    return url
+
+
+def link(url: str | None, label: object) -> Mrkdwn:
+    """``<url|label>`` with the label escaped; an unusable URL yields just the label.
+
+    ``&`` in the URL is escaped too: Slack decodes entities inside the angle brackets.
+    """
+    text = Mrkdwn(str(mrkdwn(oneline(label))).replace("|", _PIPE))
+    checked = safe_url(url)
+    if checked is None:
+        return text
+    target = checked.replace("&", "&amp;")
+    if not text:
+        return Mrkdwn(f"<{target}>")
+    return Mrkdwn(f"<{target}|{text}>")
+
+
+def oneline(text: object) -> str:
+    """Collapse every run of whitespace (newlines included) to one space."""
+    if text is None:
+        return ""
+    if hasattr(text, "__html__"):
+        return Mrkdwn(_WS_RE.sub(" ", str(text.__html__())).strip())
+    return _WS_RE.sub(" ", str(text)).strip()
+
+
+def plain(text: object) -> str:
+    """Text for a ``plain_text`` object: Slack shows it literally, so no escaping — but one
+    line, no control characters, and already-escaped ``Mrkdwn`` is turned back into text."""
+    if text is None:
+        return ""
+    raw = unescape(str(text.__html__())) if hasattr(text, "__html__") else str(text)
+    return _WS_RE.sub(" ", _CONTROL_RE.sub("", raw)).strip()
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut ``text`` to at most ``limit`` characters at a word boundary, ending with ``…``.
+
+    For ``Mrkdwn`` input the escaped form is what is counted and cut, and an entity
+    (``&amp;``) or a link (``<url|label>``) is never split: it stays whole or goes. The result
+    has the type of the input, so escaped text stays ``Mrkdwn``.
+    """
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
+    if len(text) <= limit:
+        return text
+    safe = hasattr(text, "__html__")
+    budget = limit - len(ELLIPSIS)
+    cut = _cut_point(str(text), budget, atomic=safe)
+    head = str.__getitem__(text, slice(0, cut)).rstrip(_TRAILING_JUNK)
+    result = head + ELLIPSIS if head else ELLIPSIS
+    return Mrkdwn(result) if safe else result
+
+
+def _cut_point(text: str, budget: int, *, atomic: bool) -> int:
+    """Where to cut so ``text[:cut]`` fits ``budget``: the last space, unless that wastes over
+    half the room (one very long word), then a hard cut — never inside an atom when
+    ``atomic``."""
+    if budget <= 0:
+        return 0
+    blocked = bytearray(budget + 1)
+    if atomic:
+        for m in _ATOM_RE.finditer(text):
+            if m.start() >= budget:
+                break
+            for pos in range(m.start() + 1, min(m.end(), budget + 1)):
+                blocked[pos] = 1
+    space = -1
+    for pos in range(budget, 0, -1):
+        if text[pos].isspace() and not blocked[pos]:
+            space = pos
+            break
+    if space > budget // 2:
+        return space
+    hard = budget
+    while hard > 0 and blocked[hard]:
+        hard -= 1
+    return max(hard, space, 0)
+
+
+_LINK_RE = re.compile(r"<([^<>|]*)(?:\|([^<>]*))?>")
+# Whole-line emphasis our templates use for headings (``*Key PRs*``, ``_and 3 more_``).
+_EMPHASIS_LINE_RE = re.compile(r"^([*_])(\S(?:.*\S)?)\1$", re.MULTILINE)
+
+
+def to_plain(text: str) -> str:
+    """Escaped mrkdwn as readable plain text: ``<url|label>`` → ``label (url)``."""
+
+    def repl(m: re.Match[str]) -> str:
+        url, label = m.group(1), m.group(2)
+        if not label or label == url:
+            return url
+        return f"{label} ({url})"
+
+    return unescape(_EMPHASIS_LINE_RE.sub(r"\2", _LINK_RE.sub(repl, str(text))))

@@ -1,0 +1,265 @@
+"""The weekly recap as Block Kit (a post plus thread replies) or as plain text.
+
+Pure: a ``WeeklyRecap`` in, messages out. The wording lives in ``templates/recap*.j2``
+(rendered with the render package's Slack environment, so every value is mrkdwn-escaped);
+this module decides what goes where. The post must fit Block Kit (50 blocks, ~10,000
+characters of text, see ``limits``): it carries every episode and the top PRs when it can;
+what does not fit goes to thread replies, and the post says how many went there — nothing
+is dropped silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from jinja2 import Environment, TemplateError
+
+from digests.errors import ConfigError
+from digests.models import RecapPullRequest, WeeklyRecap
+from digests.render import layout, limits
+from digests.render.environment import format_duration, make_environment
+from digests.render.escape import unescape
+from digests.render.limits import Message
+
+__all__ = [
+    "TOP_PRS",
+    "format_listening",
+    "format_range",
+    "recap_text",
+    "recap_title",
+    "render_recap",
+]
+
+# The post shows about this many PRs; a reader in a hurry needs the few that mattered.
+TOP_PRS = 10
+# Below this many PRs in the post, episodes start moving to the thread instead.
+MIN_PRS = 5
+# More shows than this and the header says "7 shows" instead of naming them.
+MAX_NAMED_SHOWS = 3
+
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def format_range(first: date, last: date) -> str:
+    """``5 Oct – 11 Oct 2026``; ``28 Dec 2026 – 3 Jan 2027`` across a year."""
+    tail = f"{last.day} {_MONTHS[last.month - 1]} {last.year}"
+    if first.year == last.year:
+        return f"{first.day} {_MONTHS[first.month - 1]} – {tail}"
+    return f"{first.day} {_MONTHS[first.month - 1]} {first.year} – {tail}"
+
+
+def format_listening(seconds: int, untimed: int = 0) -> str:
+    """Total listening time: ``14 min``, ``1 h 05 min``; unknown durations are said, not hidden."""
+    minutes = (seconds + 30) // 60
+    if seconds and not minutes:
+        text = "under 1 min"
+    elif minutes >= 60:
+        text = f"{minutes // 60} h {minutes % 60:02d} min"
+    else:
+        text = f"{minutes} min"
+    if untimed:
+        text += f" (+{untimed} of unknown length)"
+    return text
+
+
+def recap_title(recap: WeeklyRecap) -> str:
+    shows = list(dict.fromkeys(recap.shows))
+    named = ", ".join(shows) if 0 < len(shows) <= MAX_NAMED_SHOWS else f"{len(shows)} shows"
+    return f"{named} — week {recap.week}, {format_range(recap.first_day, recap.last_day)}"
+
+
+# -- view model -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _EpisodeView:
+    day: str
+    show: str
+    headline: str
+    url: str | None
+    duration: str
+    prs: int
+
+
+@dataclass(frozen=True)
+class _PrView:
+    pr: RecapPullRequest
+    days: str
+
+
+def _tz(recap: WeeklyRecap) -> ZoneInfo:
+    try:
+        return ZoneInfo(recap.timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+def _day(when: datetime, tz: ZoneInfo) -> str:
+    local = (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(tz)
+    return f"{_DAYS[local.weekday()]} {local.day} {_MONTHS[local.month - 1]}"
+
+
+def _views(recap: WeeklyRecap) -> tuple[list[_EpisodeView], list[_PrView]]:
+    tz = _tz(recap)
+    episodes = [
+        _EpisodeView(
+            day=_day(e.published_at, tz),
+            show=e.show,
+            headline=e.headline,
+            url=e.url,
+            duration=format_duration(e.duration_seconds),
+            prs=e.pr_count,
+        )
+        for e in recap.episodes
+    ]
+    weekday = {e.guid: _DAYS[e.published_at.astimezone(tz).weekday()] for e in recap.episodes}
+    prs = [
+        _PrView(pr=p, days=", ".join(dict.fromkeys(weekday.get(g, "?") for g in p.guids)))
+        for p in recap.pull_requests
+    ]
+    return episodes, prs
+
+
+# -- environment ------------------------------------------------------------------------------
+
+
+def _environment(renderer_or_env: Any) -> Environment:
+    """The Slack Jinja environment: given directly, or the one a ``Renderer`` holds."""
+    if isinstance(renderer_or_env, Environment):
+        return renderer_or_env
+    for name in ("env", "environment", "jinja"):
+        env = getattr(renderer_or_env, name, None)
+        if isinstance(env, Environment):
+            return env
+    if renderer_or_env is None:
+        return make_environment()
+    raise TypeError(f"not a Renderer or a Jinja2 Environment: {type(renderer_or_env)!r}")
+
+
+def _script(env: Environment, name: str, **values: Any) -> Message:
+    try:
+        script = env.get_template(name).render(**values)
+    except TemplateError as exc:
+        # A user's template override is configuration: say which one is broken.
+        raise ConfigError(f"template {name}: {exc.message or exc}") from exc
+    return layout.build(script, template=name)
+
+
+def _fits(message: Message) -> bool:
+    return (
+        len(message["blocks"]) <= limits.BLOCKS_PER_MESSAGE
+        and limits.message_text_size(message) <= limits.MESSAGE_TEXT_BUDGET
+    )
+
+
+# -- rendering --------------------------------------------------------------------------------
+
+
+def _plans(n_episodes: int, n_prs: int) -> list[tuple[int, int]]:
+    """(episodes, PRs) in the post, best first: every episode and the top PRs; then fewer
+    PRs (down to ``MIN_PRS``); then fewer episodes; at worst a single line of each."""
+    # Moving two or three PRs to a thread of their own helps nobody: show them.
+    top = n_prs if n_prs <= TOP_PRS + 3 else TOP_PRS
+    floor = min(top, MIN_PRS)
+    plans = [(n_episodes, p) for p in range(top, floor - 1, -1)]
+    plans += [(e, floor) for e in range(n_episodes - 1, 0, -1)]
+    plans += [(1, min(1, n_prs)), (min(1, n_episodes), 0)]
+    return plans
+
+
+def render_recap(
+    recap: WeeklyRecap,
+    renderer_or_env: Any,
+    *,
+    quiet_week: bool = False,
+    thread: bool = True,
+) -> tuple[Message, list[Message]] | None:
+    """The recap post and its thread replies (overflow), or None for an empty week.
+
+    ``quiet_week``: an empty week still gets a short post. ``thread=False`` (a slash command
+    answer, which cannot have a thread): the overflow is counted in the post, not sent.
+    """
+    env = _environment(renderer_or_env)
+    title = recap_title(recap)
+    if not recap.episodes:
+        if not quiet_week:
+            return None
+        return limits.fit(_script(env, "recap_quiet.j2", recap=recap, title=title)), []
+
+    episodes, prs = _views(recap)
+    listening = format_listening(recap.total_seconds, recap.untimed_episodes)
+    where = "in the thread" if thread else "not shown here"
+    common = {
+        "recap": recap,
+        "title": title,
+        "listening": listening,
+        "multi_show": len({e.show for e in recap.episodes}) > 1,
+        "where": where,
+        "repeated": any(len(p.guids) > 1 for p in recap.pull_requests),
+    }
+
+    def post_for(plan: tuple[int, int]) -> Message:
+        n_e, n_p = plan
+        return _script(
+            env,
+            "recap.j2",
+            episodes=episodes[:n_e],
+            prs=prs[:n_p],
+            more_episodes=len(episodes) - n_e,
+            more_prs=len(prs) - n_p,
+            **common,
+        )
+
+    # Plans shrink monotonically, so the best one that fits is found by bisection: a few
+    # renders even for a week of 49 episodes and 300 PRs.
+    plans = _plans(len(episodes), len(prs))
+    lo, hi = 0, len(plans) - 1
+    best = post_for(plans[hi])
+    while lo < hi:
+        mid = (lo + hi) // 2
+        candidate = post_for(plans[mid])
+        if _fits(candidate):
+            hi, best = mid, candidate
+        else:
+            lo = mid + 1
+    n_e, n_p = plans[hi]
+    post = best
+    replies: list[Message] = []
+    if thread and (n_e < len(episodes) or n_p < len(prs)):
+        script = _script(
+            env,
+            "recap_thread.j2",
+            episodes=episodes[n_e:],
+            prs=prs[n_p:],
+            first_pr=n_p + 1,
+            last_pr=len(prs),
+            **common,
+        )
+        replies = layout.paginate(script["blocks"], script["text"])
+    return limits.fit(post), replies
+
+
+def recap_text(recap: WeeklyRecap, renderer_or_env: Any = None) -> str:
+    """The whole recap as plain text: every episode and every PR, no size limits."""
+    env = _environment(renderer_or_env)
+    episodes, prs = _views(recap)
+    listening = format_listening(recap.total_seconds, recap.untimed_episodes)
+    n_e, n_p = len(recap.episodes), len(recap.pull_requests)
+    totals = (
+        f"{n_e} episode{'s' if n_e != 1 else ''} · {listening} · {n_p} PR{'s' if n_p != 1 else ''}"
+    )
+    rendered = env.get_template("recap.txt.j2").render(
+        recap=recap,
+        title=recap_title(recap),
+        totals=totals,
+        episodes=episodes,
+        prs=prs,
+        multi_show=len({e.show for e in recap.episodes}) > 1,
+        repeated=any(len(p.guids) > 1 for p in recap.pull_requests),
+    )
+    # The environment escapes for mrkdwn; plain text wants the characters back.
+    return unescape(rendered).rstrip("\n") + "\n"

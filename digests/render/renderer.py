@@ -1,0 +1,141 @@
+"""``Renderer``: episodes → Block Kit messages (and plain text), wording in the templates."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, tzinfo
+from pathlib import Path
+from typing import Any
+
+from jinja2 import TemplateError, TemplateNotFound
+
+from digests.errors import ConfigError
+from digests.models import Episode, RecapEpisode
+from digests.render import blocks as b
+from digests.render import layout, limits
+from digests.render.environment import make_environment
+from digests.render.escape import Mrkdwn, oneline, to_plain
+from digests.render.limits import Message
+
+
+class Renderer:
+    """Renders with the bundled templates, or with overrides from ``templates_dir``.
+
+    Every message it returns is within Block Kit's limits (``limits.fit``); every value
+    from a feed is mrkdwn-escaped by the environment.
+    """
+
+    def __init__(
+        self,
+        templates_dir: str | Path | None = None,
+        tz: tzinfo = UTC,
+        *,
+        max_prs: int = 8,
+        max_nearby: int = 5,
+        max_lines: int = 20,
+    ) -> None:
+        self.tz = tz
+        self.max_prs = max_prs
+        self.max_nearby = max_nearby
+        self.max_lines = max_lines
+        self.env = make_environment(templates_dir, tz)
+
+    # -- generic -----------------------------------------------------------------------
+    def script(self, template: str, **context: Any) -> str:
+        """The template rendered to its layout script (see ``layout``)."""
+        try:
+            return self.env.get_template(template).render(**context)
+        except TemplateError as exc:
+            raise _template_error(template, exc) from exc
+
+    def render(self, template: str, *, button_value: str | None = None, **context: Any) -> Message:
+        """Any template as one message within limits (the recap and the app use this)."""
+        message = layout.build(
+            self.script(template, **context), button_value=button_value, template=template
+        )
+        return limits.fit(message)
+
+    def _macro(self, name: str, *args: Any) -> Mrkdwn:
+        try:
+            module = self.env.get_template("common.j2").module
+            return Mrkdwn(getattr(module, name)(*args))
+        except TemplateError as exc:
+            raise _template_error("common.j2", exc) from exc
+        except AttributeError as exc:
+            raise ConfigError(f"template common.j2: no macro {name}") from exc
+
+    # -- episodes -------------------------------------------------------------------------
+    def digest(self, episode: Episode, *, buttons: bool = True) -> Message:
+        """The channel post: headline, meta line, summary, key PRs, nearby, buttons."""
+        return self.render(
+            "digest.j2",
+            button_value=b.button_value(episode.show, episode.guid),
+            episode=episode,
+            buttons=buttons,
+            max_prs=self.max_prs,
+            max_nearby=self.max_nearby,
+        )
+
+    def digest_text(self, episode: Episode) -> str:
+        """The same digest as readable plain text (the CLI's ``--format text``)."""
+        return message_to_text(self.digest(episode, buttons=False))
+
+    def thread_reply(self, episode: Episode) -> list[Message]:
+        """Every PR with its context, then the transcript excerpt: as many messages as it
+        takes, each within limits. Nothing to add gives ``[]``."""
+        message = layout.build(self.script("thread.j2", episode=episode), template="thread.j2")
+        if not message["blocks"]:
+            return []
+        return layout.paginate(message["blocks"], message["text"])
+
+    def episode_list(
+        self,
+        episodes: Sequence[Episode | RecapEpisode],
+        title: str,
+        *,
+        empty: str | None = None,
+    ) -> Message:
+        """A header and one line per episode (at most ``max_lines``, then "and N more")."""
+        return self.render(
+            "list.j2",
+            episodes=list(episodes),
+            title=title,
+            empty=empty,
+            max_lines=self.max_lines,
+        )
+
+    def episode_line(self, episode: Episode | RecapEpisode) -> Mrkdwn:
+        """``date · <url|headline> · 2:31 · 3 PRs`` as mrkdwn, for lists built elsewhere."""
+        return Mrkdwn(oneline(self._macro("episode_line", episode)))
+
+
+def _template_error(template: str, exc: TemplateError) -> ConfigError:
+    """One line naming the file (an imported one, when the fault is there) and the line."""
+    if isinstance(exc, TemplateNotFound):
+        return ConfigError(f"template {template}: {exc.name} not found")
+    where = getattr(exc, "name", None) or template
+    line = getattr(exc, "lineno", None)
+    place = f"{where}, line {line}" if line else where
+    return ConfigError(f"template {place}: {exc.message or type(exc).__name__}")
+
+
+def message_to_text(message: Message) -> str:
+    """A message's blocks as plain text: header, sections, context lines; links spelled out."""
+    out: list[str] = []
+    for block in message["blocks"]:
+        kind = block.get("type")
+        if kind == "header":
+            out.append(block["text"]["text"])
+            out.append("")
+        elif kind == "section":
+            if "text" in block:
+                out.append(to_plain(block["text"]["text"]))
+            for field in block.get("fields", []):
+                out.append(to_plain(field["text"]))
+            out.append("")
+        elif kind == "context":
+            out.append(" · ".join(to_plain(e.get("text", "")) for e in block["elements"]))
+            out.append("")
+        elif kind == "divider":
+            out.append("")
+    return "\n".join(out).strip() + "\n"

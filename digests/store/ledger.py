@@ -1,0 +1,361 @@
+"""The delivery ledger: one row per (team, channel, kind, key) in the ``deliveries`` table.
+
+States: ``pending`` (planned, certainly not posted) → ``posting`` (claimed by an owner; the
+post may or may not have landed) → ``posted`` (``ts`` known) / ``failed`` (Slack refused it for
+good) / ``paused`` (the channel is unreachable; offered again when it is resumed).
+
+Claims are compare-and-set UPDATEs on (state, attempts): ``attempts`` grows with every claim,
+so two processes that read the same row cannot both win it — on PostgreSQL the second
+UPDATE waits on the first one's row lock and then finds the WHERE no longer true. Whether
+the owner of a ``posting`` row is still alive is PostgreSQL's to say: every live owner holds
+a session advisory lock named after it (:class:`OwnerLock`); SQLite is single-process, so
+there an owner that is not alive in this process is dead.
+
+Operations take a ``Connection`` so a caller can group many of them into one transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.pool import NullPool
+
+from digests.decide import LedgerEntry
+from digests.errors import StoreError
+from digests.store.schema import deliveries
+
+T = TypeVar("T")
+
+Ident = tuple[str, str, str, str]  # (team_id, channel_id, kind, key)
+
+# Owners alive in this process; a row they hold is never taken over from here.
+_live_owners: set[str] = set()
+_live_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    id: int
+    team_id: str
+    channel_id: str
+    kind: str
+    key: str
+    state: str
+    ts: str | None
+    thread_ts: str | None
+    content_hash: str | None
+    attempts: int
+    error: str | None
+    owner: str | None
+    claimed_at: datetime | None
+    updated_at: datetime
+
+    @property
+    def ident(self) -> Ident:
+        return (self.team_id, self.channel_id, self.kind, self.key)
+
+
+@dataclass(frozen=True)
+class NewRow:
+    team_id: str
+    channel_id: str
+    kind: str
+    key: str
+    content_hash: str = ""
+
+
+def _row(r: sa.Row[object]) -> LedgerRow:
+    m = r._mapping
+    return LedgerRow(
+        id=m["id"],
+        team_id=m["team_id"],
+        channel_id=m["channel_id"],
+        kind=m["kind"],
+        key=m["key"],
+        state=m["state"],
+        ts=m["ts"],
+        thread_ts=m["thread_ts"],
+        content_hash=m["content_hash"],
+        attempts=m["attempts"],
+        error=m["error"],
+        owner=m["owner"],
+        claimed_at=m["claimed_at"],
+        updated_at=m["updated_at"],
+    )
+
+
+def advisory_key(name: str) -> int:
+    """A stable signed 64-bit key for ``pg_advisory_lock`` from any string."""
+    digest = hashlib.sha256(name.encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+class Ledger:
+    """Ledger operations over an engine; the store's engine in production."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+
+    @classmethod
+    def for_store(cls, store: object) -> Ledger:
+        engine = getattr(store, "engine", None)
+        if not isinstance(engine, sa.Engine):
+            raise StoreError("the store has no SQL engine for the delivery ledger")
+        return cls(engine)
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.engine.dialect.name == "postgresql"
+
+    def run(self, fn: Callable[[sa.Connection], T]) -> T:
+        """``fn`` in one transaction, database errors as :class:`StoreError`."""
+        try:
+            with self.engine.begin() as conn:
+                return fn(conn)
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"delivery ledger: {type(exc).__name__}: {exc}") from exc
+
+    # -- reading ------------------------------------------------------------------------
+    def entries(
+        self, kind: str, keys: Iterable[str]
+    ) -> dict[tuple[str, str], dict[str, LedgerEntry]]:
+        """What every channel has for ``keys``: the input :func:`digests.decide.decide` wants."""
+        wanted = sorted(set(keys))
+        out: dict[tuple[str, str], dict[str, LedgerEntry]] = {}
+        if not wanted:
+            return out
+
+        def read(conn: sa.Connection) -> None:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                query = sa.select(
+                    deliveries.c.team_id,
+                    deliveries.c.channel_id,
+                    deliveries.c.key,
+                    deliveries.c.state,
+                    deliveries.c.content_hash,
+                ).where(deliveries.c.kind == kind, deliveries.c.key.in_(chunk))
+                for team, channel, key, state, content_hash in conn.execute(query):
+                    out.setdefault((team, channel), {})[key] = LedgerEntry(
+                        state, content_hash or ""
+                    )
+
+        self.run(read)
+        return out
+
+    def rows(self, conn: sa.Connection, idents: Sequence[Ident]) -> dict[Ident, LedgerRow]:
+        out: dict[Ident, LedgerRow] = {}
+        by_kind: dict[str, set[str]] = {}
+        for _, _, kind, key in idents:
+            by_kind.setdefault(kind, set()).add(key)
+        wanted = set(idents)
+        for kind, keys in by_kind.items():
+            ordered = sorted(keys)
+            for start in range(0, len(ordered), 500):
+                query = sa.select(deliveries).where(
+                    deliveries.c.kind == kind, deliveries.c.key.in_(ordered[start : start + 500])
+                )
+                for r in conn.execute(query):
+                    row = _row(r)
+                    if row.ident in wanted:
+                        out[row.ident] = row
+        return out
+
+    def all_rows(
+        self, team_id: str | None = None, channel_id: str | None = None
+    ) -> list[LedgerRow]:
+        def read(conn: sa.Connection) -> list[LedgerRow]:
+            query = sa.select(deliveries).order_by(deliveries.c.id)
+            if team_id is not None:
+                query = query.where(deliveries.c.team_id == team_id)
+            if channel_id is not None:
+                query = query.where(deliveries.c.channel_id == channel_id)
+            return [_row(r) for r in conn.execute(query)]
+
+        return self.run(read)
+
+    # -- writing ------------------------------------------------------------------------
+    def ensure(self, conn: sa.Connection, rows: Sequence[NewRow], now: datetime) -> None:
+        """A ``pending`` row for each that has none; existing rows are left as they are."""
+        if not rows:
+            return
+        values = [
+            {
+                "team_id": r.team_id,
+                "channel_id": r.channel_id,
+                "kind": r.kind,
+                "key": r.key,
+                "state": "pending",
+                "content_hash": r.content_hash,
+                "attempts": 0,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for r in rows
+        ]
+        index = ["team_id", "channel_id", "kind", "key"]
+        dialect = conn.dialect.name
+        for start in range(0, len(values), 500):
+            chunk = values[start : start + 500]
+            if dialect == "postgresql":
+                pg = postgresql.insert(deliveries).values(chunk)
+                conn.execute(pg.on_conflict_do_nothing(index_elements=index))
+            elif dialect == "sqlite":
+                lite = sqlite.insert(deliveries).values(chunk)
+                conn.execute(lite.on_conflict_do_nothing(index_elements=index))
+            else:  # pragma: no cover - only the two supported backends
+                raise StoreError(f"delivery ledger: unsupported database {dialect}")
+
+    def claim(self, conn: sa.Connection, row: LedgerRow, owner: str, now: datetime) -> bool:
+        """Take ``row`` as it was read; False when someone changed or claimed it since."""
+        result = conn.execute(
+            sa.update(deliveries)
+            .where(
+                deliveries.c.id == row.id,
+                deliveries.c.state == row.state,
+                deliveries.c.attempts == row.attempts,
+            )
+            .values(
+                state="posting",
+                owner=owner,
+                claimed_at=now,
+                attempts=row.attempts + 1,
+                updated_at=now,
+            )
+        )
+        return result.rowcount == 1
+
+    def mark(
+        self,
+        conn: sa.Connection,
+        row_id: int,
+        holder: str,
+        now: datetime,
+        *,
+        state: str | None = None,
+        **values: object,
+    ) -> bool:
+        """Record progress on a row ``holder`` owns (no-op if the claim was lost).
+
+        ``values`` may set ``owner=None``: giving a row up makes it recoverable at once.
+        """
+        changes: dict[str, object] = {"updated_at": now, **values}
+        if state is not None:
+            changes["state"] = state
+        result = conn.execute(
+            sa.update(deliveries)
+            .where(deliveries.c.id == row_id, deliveries.c.owner == holder)
+            .values(**changes)
+        )
+        return result.rowcount == 1
+
+    def touch_hash(
+        self, conn: sa.Connection, row_id: int, content_hash: str, now: datetime
+    ) -> None:
+        """After a ``chat.update``: the posted message now shows this content."""
+        conn.execute(
+            sa.update(deliveries)
+            .where(deliveries.c.id == row_id, deliveries.c.state == "posted")
+            .values(content_hash=content_hash, updated_at=now)
+        )
+
+    def owner_alive(self, owner: str | None) -> bool:
+        """Is the process that claimed a row still running? (See the module docstring.)"""
+        if owner is None:
+            return False
+        with _live_lock:
+            if owner in _live_owners:
+                return True
+        if not self.is_postgres:
+            return False
+        key = advisory_key(owner)
+
+        def probe(conn: sa.Connection) -> bool:
+            got = conn.execute(sa.select(sa.func.pg_try_advisory_lock(key))).scalar_one()
+            if got:
+                conn.execute(sa.select(sa.func.pg_advisory_unlock(key)))
+            return not got
+
+        return self.run(probe)
+
+
+class OwnerLock:
+    """Announces an owner as alive: in this process, and to others via an advisory lock.
+
+    The PostgreSQL lock sits on its own un-pooled connection, so it ends exactly when this
+    object is closed or the process dies — a pooled connection would keep it after us.
+    """
+
+    def __init__(self, ledger: Ledger, owner: str) -> None:
+        self.owner = owner
+        self._engine: sa.Engine | None = None
+        self._conn: sa.Connection | None = None
+        with _live_lock:
+            _live_owners.add(owner)
+        if ledger.is_postgres:
+            try:
+                self._engine = sa.create_engine(ledger.engine.url, poolclass=NullPool)
+                self._conn = self._engine.connect()
+                self._conn.execute(sa.select(sa.func.pg_advisory_lock(advisory_key(owner))))
+                self._conn.commit()
+            except sa.exc.SQLAlchemyError as exc:
+                self.close()
+                raise StoreError(f"delivery ledger: cannot take the owner lock: {exc}") from exc
+
+    def close(self) -> None:
+        with _live_lock:
+            _live_owners.discard(self.owner)
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+
+class ShowLock:
+    """``pg_try_advisory_lock`` per show poll, so two clocks do not fetch the same feed at once.
+
+    Purely an economy: the claims keep deliveries once without it. On SQLite it always
+    succeeds (one process).
+    """
+
+    def __init__(self, ledger: Ledger, show: str) -> None:
+        self._ledger = ledger
+        self._key = advisory_key(f"poll:{show}")
+        self._conn: sa.Connection | None = None
+
+    def acquire(self) -> bool:
+        if not self._ledger.is_postgres:
+            return True
+        conn = self._ledger.engine.connect()
+        got = bool(conn.execute(sa.select(sa.func.pg_try_advisory_lock(self._key))).scalar_one())
+        conn.commit()
+        if not got:
+            conn.close()
+            return False
+        self._conn = conn
+        return True
+
+    def release(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.execute(sa.select(sa.func.pg_advisory_unlock(self._key)))
+                self._conn.commit()
+            finally:
+                self._conn.close()
+                self._conn = None
+
+
+def group_by_channel(rows: Iterable[LedgerRow]) -> Mapping[tuple[str, str], list[LedgerRow]]:
+    out: dict[tuple[str, str], list[LedgerRow]] = {}
+    for row in rows:
+        out.setdefault((row.team_id, row.channel_id), []).append(row)
+    return out

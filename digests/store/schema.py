@@ -1,0 +1,160 @@
+"""Tables, as SQLAlchemy Core. The migrations create them; this module is what queries use.
+
+Every timestamp column is a :class:`UTCDateTime`: aware datetimes in, aware UTC datetimes
+out, on SQLite (which has no time zones and keeps naive UTC text) as on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+# Full text. SQLite: an external-content FTS5 table kept in step by triggers. PostgreSQL: a
+# stored generated ``tsvector`` column (headline weighted A, summary B, transcript D) with a
+# GIN index. Both are created by migration 0001 and kept out of ``metadata`` because each
+# exists on one backend only; they are named here for the queries.
+SQLITE_FTS_TABLE = "episodes_fts"
+PG_SEARCH_COLUMN = "search_document"
+_FULL_TEXT_NAMES = (SQLITE_FTS_TABLE, PG_SEARCH_COLUMN, "ix_episodes_search_document")
+
+
+def include_object(obj: object, name: str | None, type_: str, *_: object) -> bool:
+    """Alembic autogenerate filter: the full-text objects are not in ``metadata`` on purpose."""
+    return not (name or "").startswith(_FULL_TEXT_NAMES)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware datetimes on both backends; naive input is refused, not guessed."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value.isoformat()} given to the store; use UTC")
+        value = value.astimezone(UTC)
+        # SQLite's text format drops the offset anyway; storing naive UTC keeps the text
+        # sortable and comparable with bound parameters.
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        assert isinstance(value, datetime)
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+shows = sa.Table(
+    "shows",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False, unique=True),
+    sa.Column("feed", sa.Text, nullable=False, server_default=""),
+    sa.Column("repo", sa.String(200), nullable=False, server_default=""),
+    sa.Column("etag", sa.Text),
+    sa.Column("last_modified", sa.Text),
+    sa.Column("last_polled_at", UTCDateTime),
+    sa.Column("last_success_at", UTCDateTime),
+    sa.Column("last_error", sa.Text),
+    sa.Column("failures", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("next_poll_at", UTCDateTime),
+    sa.Column("failing_notified", sa.Boolean, nullable=False, server_default=sa.false()),
+)
+
+episodes = sa.Table(
+    "episodes",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("show_id", sa.Integer, sa.ForeignKey("shows.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("guid", sa.Text, nullable=False),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("headline", sa.Text, nullable=False, server_default=""),
+    sa.Column("summary", sa.Text, nullable=False, server_default=""),
+    sa.Column("transcript", sa.Text, nullable=False, server_default=""),
+    sa.Column("published_at", UTCDateTime, nullable=False),
+    sa.Column("duration_seconds", sa.Integer),
+    sa.Column("url", sa.Text),
+    sa.Column("audio_url", sa.Text),
+    sa.Column("nearby", sa.JSON, nullable=False),
+    sa.Column("content_hash", sa.String(64), nullable=False),
+    sa.Column("first_seen_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.UniqueConstraint("show_id", "guid"),
+    sa.Index(None, "published_at"),
+    sa.Index(None, "url"),
+)
+episode_prs = sa.Table(
+    "episode_prs",
+    metadata,
+    sa.Column(
+        "episode_id",
+        sa.Integer,
+        sa.ForeignKey("episodes.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("position", sa.Integer, primary_key=True),
+    sa.Column("number", sa.Integer, nullable=False),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("context", sa.Text, nullable=False, server_default=""),
+    sa.Index(None, "number"),
+)
+
+subscriptions = sa.Table(
+    "subscriptions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("team_id", sa.String(32), nullable=False),
+    sa.Column("channel_id", sa.String(32), nullable=False),
+    sa.Column("show", sa.String(200), nullable=False),
+    sa.Column("keywords", sa.JSON, nullable=False),
+    sa.Column("recap", sa.Boolean, nullable=False, server_default=sa.true()),
+    sa.Column("paused_reason", sa.Text),
+    sa.Column("paused_at", UTCDateTime),
+    sa.Column("source", sa.String(16), nullable=False, server_default="slash"),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.UniqueConstraint("team_id", "channel_id", "show"),
+    sa.CheckConstraint("source IN ('config', 'slash')", name="source"),
+)
+
+deliveries = sa.Table(
+    "deliveries",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("team_id", sa.String(32), nullable=False),
+    sa.Column("channel_id", sa.String(32), nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("key", sa.String(300), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False, server_default="pending"),
+    sa.Column("ts", sa.String(32)),
+    sa.Column("thread_ts", sa.String(32)),
+    sa.Column("content_hash", sa.String(64)),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("error", sa.Text),
+    sa.Column("owner", sa.String(200)),
+    sa.Column("claimed_at", UTCDateTime),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.UniqueConstraint("team_id", "channel_id", "kind", "key"),
+    sa.Index(None, "state"),
+    sa.CheckConstraint(
+        "state IN ('pending', 'posting', 'posted', 'failed', 'paused')", name="state"
+    ),
+)

@@ -1,0 +1,141 @@
+"""Parse benchmark: a generated 5,000-episode podcast RSS (~8 MB) through bare lxml, our
+``parse_bytes`` + ``build_episodes``, and feedparser. Run: ``python -m tests.benchmarks.bench_parse``.
+
+Prints medians, the ratios ours/lxml (target ≤ 2×) and feedparser/ours, and the peak Python
+memory of our path (tracemalloc, measured in a separate run so it does not skew timings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from xml.sax.saxutils import escape
+
+from lxml import etree
+
+from digests.extract import build_episodes
+from digests.parse import parse_bytes
+
+_WORDS = (
+    "compiler inductor kernel sharding tensor gradient allocator collective backend graph "
+    "dispatch autograd export quantization stride guard recompile fusion memory profiler "
+    "scheduler distributed checkpoint optimizer benchmark regression flaky windows apple "
+    "silicon cuda metal triton layout contract buffer reduction pooling convolution"
+).split()
+_VERBS = "fixes adds removes speeds up hardens refactors documents replaces extends".split()
+
+
+def _sentence(rng: random.Random, pr: int | None) -> str:
+    words = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(8, 16)))
+    if pr is None:
+        return f"The {words} work landed with {rng.randint(2, 40)} commits in 2026."
+    form = rng.randrange(5)
+    if form == 0:
+        return f"PR {pr} {rng.choice(_VERBS)} the {words}."
+    if form == 1:
+        return f"Three drafts, PRs {pr}, {pr + 1} and {pr + 6}, {rng.choice(_VERBS)} the {words}."
+    if form == 2:
+        return f"Next, pull request #{pr} {rng.choice(_VERBS)} the {words}."
+    if form == 3:
+        return (
+            f"A series, including PRs {pr} for merging, {pr + 2} for rebasing, and "
+            f"{pr + 1} for reverting, {rng.choice(_VERBS)} the {words}."
+        )
+    return f"See https://github.com/pytorch/pytorch/pull/{pr} which {rng.choice(_VERBS)} the {words}."
+
+
+def make_feed(episodes: int = 5000, seed: int = 7) -> bytes:
+    rng = random.Random(seed)
+    start = datetime(2026, 10, 5, 13, 0, 40, tzinfo=UTC)
+    durations = ("PT{m}M{s}S", "{m}:{s:02d}", "00:{m:02d}:{s:02d}", "{t}")
+    parts = [
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd" '
+        'xmlns:content="http://purl.org/rss/1.0/modules/content/">\n<channel>\n'
+        "<title>PyTorch</title><link>https://example.invalid/pytorch</link>\n"
+        "<description>A daily developer briefing.</description>\n"
+    ]
+    for i in range(episodes):
+        when = start - timedelta(days=i, minutes=rng.randint(0, 90))
+        m, s = rng.randint(1, 12), rng.randint(0, 59)
+        duration = rng.choice(durations).format(m=m, s=s, t=m * 60 + s)
+        pr = 199_000 - i * 13
+        headline = " ".join(rng.choice(_WORDS).title() for _ in range(rng.randint(3, 7)))
+        description = " ".join(_sentence(rng, pr if k == 0 else None) for k in range(2))
+        paragraphs = [
+            " ".join(_sentence(rng, pr + 20 + k * 7 if rng.random() < 0.5 else None) for k in range(3))
+            for _ in range(2)
+        ]
+        content = "".join(f"<p>{p}</p>\n" for p in paragraphs)
+        parts.append(
+            "<item>\n"
+            f"<title>PyTorch: {escape(headline)}</title>\n"
+            f'<guid isPermaLink="false">pytorch-{i:05d}</guid>\n'
+            f"<link>https://example.invalid/pytorch/{i:05d}</link>\n"
+            f"<pubDate>{format_datetime(when)}</pubDate>\n"
+            f"<itunes:duration>{duration}</itunes:duration>\n"
+            f'<enclosure url="https://example.invalid/audio/{i:05d}.mp3" length="2416000" '
+            'type="audio/mpeg"/>\n'
+            f"<description>{escape(description)}</description>\n"
+            f"<content:encoded><![CDATA[{content}]]></content:encoded>\n"
+            "</item>\n"
+        )
+    parts.append("</channel>\n</rss>\n")
+    return "".join(parts).encode()
+
+
+def _median_ms(fn: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--episodes", type=int, default=5000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--skip-feedparser", action="store_true")
+    args = ap.parse_args()
+
+    data = make_feed(args.episodes)
+    print(f"feed: {args.episodes} episodes, {len(data) / 1e6:.1f} MB")
+
+    def ours() -> int:
+        return len(build_episodes(parse_bytes(data, "bench"), "PyTorch", "pytorch/pytorch"))
+
+    episodes = build_episodes(parse_bytes(data, "bench"), "PyTorch", "pytorch/pytorch")
+    prs = sum(len(e.pull_requests) for e in episodes)
+    timed = sum(1 for e in episodes if e.duration_seconds is not None)
+    print(f"ours: {len(episodes)} episodes, {prs} PR refs, {timed} with a duration")
+
+    lxml_ms = _median_ms(lambda: etree.fromstring(data), args.runs)
+    ours_ms = _median_ms(ours, args.runs)
+    print(f"lxml.etree.fromstring        {lxml_ms:9.1f} ms")
+    print(f"parse_bytes + build_episodes {ours_ms:9.1f} ms   ours/lxml = {ours_ms / lxml_ms:.2f}x")
+    if not args.skip_feedparser:
+        import feedparser
+
+        fp_ms = _median_ms(lambda: feedparser.parse(data), args.runs)
+        print(f"feedparser.parse             {fp_ms:9.1f} ms   feedparser/ours = {fp_ms / ours_ms:.1f}x")
+
+    gc.collect()
+    tracemalloc.start()
+    ours()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(f"peak Python memory (ours, tracemalloc): {peak / 1e6:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,254 @@
+"""Buttons, App Home and unfurls through the real HTTP path; effects read from the Slack fake."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from digests.models import PullRequestRef
+from digests.render.blocks import button_value
+from tests.fixtures.app import (
+    CHANNEL,
+    PAGE_URL,
+    TEAM,
+    USER,
+    RunningApp,
+    assert_valid_message,
+    assert_valid_view,
+    wait_for,
+)
+
+
+def share_of(body: dict[str, Any]) -> str:
+    last = body["blocks"][-1]
+    assert last["elements"][0]["action_id"] == "episodes_share"
+    return str(last["elements"][0]["value"])
+
+
+def acked(response: Any) -> None:
+    # Button clicks are acked with an empty 200 at once; the work happens after.
+    assert response.status_code == 200
+    assert response.text == ""
+
+
+# -- Share in channel ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["recent 3", "pr 199720", "nearby #199720", "week 2026-10-01"])
+def test_share_posts_the_same_blocks_in_channel(slack_app: RunningApp, text: str) -> None:
+    sender, fake = slack_app.sender, slack_app.fake
+    original = sender.slash(text).json()
+    url = fake.response_url()
+    acked(sender.block_action("episodes_share", share_of(original), response_url=url, ephemeral=True))
+    posted, deleted = wait_for(lambda: fake.responses(url) if len(fake.responses(url)) >= 2 else None)
+    assert posted["response_type"] == "in_channel"
+    assert posted["replace_original"] is False
+    # Same blocks, minus our button, plus who shared it.
+    assert posted["blocks"][:-1] == original["blocks"][:-1]
+    assert posted["blocks"][-1]["elements"][0]["text"] == f"Shared by <@{USER}>"
+    assert_valid_message(posted)
+    assert deleted["delete_original"] is True
+    assert "blocks" not in deleted and not deleted.get("text")
+
+
+def test_share_keeps_digest_buttons(slack_app: RunningApp) -> None:
+    original = slack_app.sender.slash("latest").json()
+    url = slack_app.fake.response_url()
+    slack_app.sender.block_action("episodes_share", share_of(original), response_url=url)
+    posted = wait_for(lambda: slack_app.fake.responses(url))[0]
+    ids = [e["action_id"] for b in posted["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert ids == ["digest_prs", "digest_nearby"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        json.dumps({"c": "subscribe fsdp"}),  # state-changing: never re-run by a button
+        json.dumps({"c": "unsubscribe"}),
+        "not json",
+        json.dumps(["c", "recent"]),
+    ],
+)
+def test_share_refuses_what_it_did_not_make(slack_app: RunningApp, value: str) -> None:
+    slack_app.store.subscribe(TEAM, CHANNEL, "PyTorch")
+    url = slack_app.fake.response_url()
+    acked(slack_app.sender.block_action("episodes_share", value, response_url=url))
+    (answer,) = wait_for(lambda: slack_app.fake.responses(url))
+    assert "cannot be shared" in answer["text"]
+    assert answer.get("response_type", "ephemeral") == "ephemeral"
+    subs = slack_app.store.subscriptions(team_id=TEAM, channel_id=CHANNEL)
+    assert [(s.show, s.keywords) for s in subs] == [("PyTorch", ())]
+
+
+# -- Key PRs and Nearby on digests ----------------------------------------------------------
+
+
+def test_key_prs_replies_in_the_digest_thread(slack_app: RunningApp) -> None:
+    value = button_value("PyTorch", "pytorch-2026-10-05")
+    url = slack_app.fake.response_url()
+    ts = "1790000000.000100"
+    acked(slack_app.sender.block_action("digest_prs", value, response_url=url, message_ts=ts))
+    messages = wait_for(lambda: slack_app.fake.messages(CHANNEL))
+    assert all(m["thread_ts"] == ts for m in messages)
+    text = json.dumps([m["blocks"] for m in messages])
+    for number in (199720, 199721, 199726, 199687):
+        assert f"https://github.com/pytorch/pytorch/pull/{number}|#{number}" in text
+    for message in messages:
+        assert_valid_message(message)
+    assert slack_app.fake.responses(url) == []
+
+
+def test_key_prs_on_an_ephemeral_reply_answers_ephemerally(slack_app: RunningApp) -> None:
+    value = button_value("PyTorch", "pytorch-2026-10-02")
+    url = slack_app.fake.response_url()
+    slack_app.sender.block_action("digest_prs", value, response_url=url, ephemeral=True)
+    answer = wait_for(lambda: slack_app.fake.responses(url))[0]
+    assert answer["response_type"] == "ephemeral" and answer["replace_original"] is False
+    assert "pull/199650|#199650" in json.dumps(answer["blocks"])
+    assert slack_app.fake.calls_to("chat.postMessage") == []
+
+
+def test_key_prs_falls_back_to_ephemeral_when_the_channel_refuses(slack_app: RunningApp) -> None:
+    slack_app.fake.channel_error(CHANNEL, "not_in_channel")
+    value = button_value("PyTorch", "pytorch-2026-10-05")
+    url = slack_app.fake.response_url()
+    slack_app.sender.block_action("digest_prs", value, response_url=url, message_ts="1790000000.1")
+    answer = wait_for(lambda: slack_app.fake.responses(url))[0]
+    assert "pull/199687|#199687" in json.dumps(answer["blocks"])
+    assert len(slack_app.fake.calls_to("chat.postMessage")) == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (button_value("PyTorch", "pytorch-2026-10-03"), "names no pull requests"),
+        (button_value("PyTorch", "no-such-guid"), "no longer in the archive"),
+        (button_value("PyTorch", "x" * 3000), "no longer in the archive"),  # hashed form
+        ("garbage", "no longer in the archive"),
+    ],
+)
+def test_key_prs_without_prs_or_episode(slack_app: RunningApp, value: str, expected: str) -> None:
+    url = slack_app.fake.response_url()
+    slack_app.sender.block_action("digest_prs", value, response_url=url, message_ts="1790000000.2")
+    answer = wait_for(lambda: slack_app.fake.responses(url))[0]
+    assert expected in answer["text"]
+    assert slack_app.fake.calls_to("chat.postMessage") == []
+
+
+def test_key_prs_hostile_episode_is_escaped(slack_app: RunningApp) -> None:
+    value = button_value("PyTorch", "pytorch-2026-10-03")
+    slack_app.store.upsert_episodes(
+        [
+            slack_app.episodes[1].model_copy(
+                update={
+                    "pull_requests": (
+                        PullRequestRef(
+                            number=199700,
+                            url="https://github.com/pytorch/pytorch/pull/199700",
+                            context="PR 199700 <!channel> moved <@U666> the tutorials.",
+                        ),
+                    )
+                }
+            )
+        ],
+        slack_app.episodes[0].published_at,
+    )
+    ts = "1790000000.000300"
+    slack_app.sender.block_action("digest_prs", value, response_url="http://x", message_ts=ts)
+    messages = wait_for(lambda: slack_app.fake.messages(CHANNEL))
+    assert "&lt;!channel&gt; moved &lt;@U666&gt;" in json.dumps(messages[0]["blocks"])
+    for message in messages:
+        assert_valid_message(message)
+
+
+def test_nearby_button_answers_ephemerally(slack_app: RunningApp) -> None:
+    value = button_value("PyTorch", "pytorch-2026-10-02")
+    url = slack_app.fake.response_url()
+    acked(slack_app.sender.block_action("digest_nearby", value, response_url=url, message_ts="1.2"))
+    answer = wait_for(lambda: slack_app.fake.responses(url))[0]
+    assert answer["response_type"] == "ephemeral" and answer["replace_original"] is False
+    assert_valid_message(answer)
+    sections = [b["text"]["text"] for b in answer["blocks"] if b["type"] == "section"]
+    assert sections[1].startswith("*Before*\nThu 1 Oct 2026")
+    assert sections[2].startswith("*This episode*\nFri 2 Oct 2026")
+    assert sections[3].startswith("*After*\nSat 3 Oct 2026 · <https://episodes.example.test/")
+
+
+# -- App Home -------------------------------------------------------------------------------
+
+
+def test_app_home_shows_latest_and_subscriptions(slack_app: RunningApp) -> None:
+    slack_app.sender.slash("subscribe fsdp")
+    slack_app.store.subscribe(TEAM, "C0SECOND01", "PyTorch")
+    slack_app.store.subscribe("T0ELSEWHERE", "C0THEIRS01", "PyTorch")
+    response = slack_app.sender.event({"type": "app_home_opened", "user": USER, "tab": "home"})
+    assert response.status_code == 200
+    view = wait_for(lambda: slack_app.fake.home_view(USER))
+    assert view["type"] == "home"
+    assert_valid_view(view)
+    text = json.dumps(view["blocks"], ensure_ascii=False)
+    assert f"{PAGE_URL}|All-Gather Showdown" in text
+    assert "&lt;!channel&gt; Quiet Weekend" in text
+    assert f"<#{CHANNEL}>" in text and "<#C0SECOND01>" in text
+    assert "C0THEIRS01" not in text  # another workspace's subscriptions stay theirs
+    assert "only episodes mentioning “fsdp”" in text
+
+
+def test_app_home_fits_100_blocks_with_many_subscriptions(slack_app: RunningApp) -> None:
+    for n in range(150):
+        slack_app.store.subscribe(TEAM, f"C0MANY{n:04d}", "PyTorch", keywords=[f"k{n}"])
+    slack_app.sender.event({"type": "app_home_opened", "user": USER, "tab": "home"})
+    view = wait_for(lambda: slack_app.fake.home_view(USER))
+    assert_valid_view(view)
+    assert len(view["blocks"]) <= 100
+    assert "…and 90 more." in json.dumps(view["blocks"], ensure_ascii=False)
+
+
+def test_app_home_messages_tab_is_ignored(slack_app: RunningApp) -> None:
+    slack_app.sender.event({"type": "app_home_opened", "user": USER, "tab": "messages"})
+    slack_app.sender.slash("help")  # a later request: by now the lazy listener has run
+    assert slack_app.fake.calls_to("views.publish") == []
+
+
+# -- Unfurls --------------------------------------------------------------------------------
+
+
+def test_link_shared_unfurls_known_episodes_only(slack_app: RunningApp) -> None:
+    hostile = "https://episodes.example.test/pytorch/2026-10-03"
+    event = {
+        "type": "link_shared",
+        "channel": CHANNEL,
+        "user": USER,
+        "message_ts": "1790000000.000500",
+        "links": [
+            {"domain": "episodes.example.test", "url": PAGE_URL + "/"},
+            {"domain": "episodes.example.test", "url": hostile + "#t=30"},
+            {"domain": "episodes.example.test", "url": "https://episodes.example.test/nope"},
+        ],
+    }
+    assert slack_app.sender.event(event).status_code == 200
+    (call,) = wait_for(lambda: slack_app.fake.calls_to("chat.unfurl"))
+    assert call.ok
+    assert call.params["channel"] == CHANNEL and call.params["ts"] == "1790000000.000500"
+    unfurls = call.params["unfurls"]
+    assert sorted(unfurls) == sorted([PAGE_URL + "/", hostile + "#t=30"])
+    for url, unfurl in unfurls.items():
+        assert_valid_message({"text": url, "blocks": unfurl["blocks"]})
+    compact = json.dumps(unfurls[PAGE_URL + "/"]["blocks"], ensure_ascii=False)
+    assert "All-Gather Showdown and Stack-Aware Merges> · 2:31 · 4 PRs" in compact
+    assert "Sharded training weighs three all-gather designs" in compact
+
+
+def test_link_shared_with_nothing_known_calls_nothing(slack_app: RunningApp) -> None:
+    event = {
+        "type": "link_shared",
+        "channel": CHANNEL,
+        "user": USER,
+        "message_ts": "1790000000.000600",
+        "links": [{"domain": "example.org", "url": "https://example.org/a"}],
+    }
+    slack_app.sender.event(event)
+    slack_app.sender.slash("help")  # a later request: by now the lazy listener has run
+    assert slack_app.fake.calls_to("chat.unfurl") == []

@@ -1,0 +1,180 @@
+"""`/episodes` argument parsing: a pure function, tested as a table."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from bot.commands.parse import (
+    SHAREABLE,
+    CommandError,
+    Help,
+    Latest,
+    ListSubscriptions,
+    NearbyDate,
+    NearbyPr,
+    NearbyTitle,
+    Pr,
+    Recent,
+    Search,
+    Status,
+    Subscribe,
+    Unsubscribe,
+    Week,
+    parse_command,
+    unparse,
+)
+
+ONE = ["PyTorch"]
+TWO = ["PyTorch", "Rust Weekly"]
+
+
+@pytest.mark.parametrize(
+    ("text", "shows", "expected"),
+    [
+        ("", ONE, Recent(5)),
+        ("   ", ONE, Recent(5)),
+        ("recent", ONE, Recent(5)),
+        ("RECENT 7", ONE, Recent(7)),
+        ("recent 20", ONE, Recent(20)),
+        ("recent 1", ONE, Recent(1)),
+        ("10", ONE, Recent(10)),
+        ("latest", ONE, Latest()),
+        ("nearby 2026-10-05", ONE, NearbyDate(date(2026, 10, 5))),
+        ("nearby 2026-3-5", ONE, NearbyDate(date(2026, 3, 5))),
+        ("nearby #199720", ONE, NearbyPr(199720)),
+        ("nearby pr 199720", ONE, NearbyPr(199720)),
+        ("nearby All-Gather Showdown", ONE, NearbyTitle("All-Gather Showdown")),
+        ("around compiler   parity", ONE, NearbyTitle("compiler parity")),
+        ("pr 199687", ONE, Pr(199687)),
+        ("pr #199687", ONE, Pr(199687)),
+        ("#199687", ONE, Pr(199687)),
+        ("search all-gather fsdp", ONE, Search("all-gather fsdp")),
+        ('search "quoted" NEAR(x)', ONE, Search('"quoted" NEAR(x)')),
+        ("week", ONE, Week(None)),
+        ("week 2026-10-05", ONE, Week(date(2026, 10, 5))),
+        ("subscribe", ONE, Subscribe("PyTorch")),
+        ("subscribe pytorch", ONE, Subscribe("PyTorch")),
+        ("subscribe fsdp dtensor", ONE, Subscribe("PyTorch", ("fsdp", "dtensor"))),
+        ("subscribe PyTorch fsdp FSDP mps", ONE, Subscribe("PyTorch", ("fsdp", "mps"))),
+        ("subscribe rust weekly borrowck", TWO, Subscribe("Rust Weekly", ("borrowck",))),
+        ("unsubscribe", TWO, Unsubscribe(None)),
+        ("unsubscribe rust weekly", TWO, Unsubscribe("Rust Weekly")),
+        ("list", ONE, ListSubscriptions()),
+        ("status", ONE, Status()),
+        ("help", ONE, Help()),
+        ("frobnicate now", ONE, Help(unknown="frobnicate")),
+        ("`rm`", ONE, Help(unknown="'rm'")),
+    ],
+)
+def test_parses(text: str, shows: list[str], expected: object) -> None:
+    assert parse_command(text, shows) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "shows", "reason", "usage_of"),
+    [
+        ("recent 100000", ONE, "between 1 and 20", "recent"),
+        ("recent 0", ONE, "between 1 and 20", "recent"),
+        ("recent 21", ONE, "between 1 and 20", "recent"),
+        ("recent abc", ONE, "`abc` is not a number", "recent"),
+        ("recent -3", ONE, "is not a number", "recent"),
+        ("recent ５", ONE, "is not a number", "recent"),
+        ("recent 3 4", ONE, "Unexpected `4`", "recent"),
+        ("latest 3", ONE, "takes no arguments", "latest"),
+        ("nearby", ONE, "Nearby what?", "nearby"),
+        ("nearby 2026-02-30", ONE, "does not exist", "nearby"),
+        ("nearby 2026-13-01", ONE, "does not exist", "nearby"),
+        ("nearby 1900-01-01", ONE, "out of range", "nearby"),
+        ("nearby 05/10/2026", ONE, "YYYY-MM-DD", "nearby"),
+        ("nearby #abc", ONE, "not a pull-request number", "nearby"),
+        ("pr abc", ONE, "`abc` is not a pull-request number", "pr"),
+        ("pr", ONE, "Which pull request?", "pr"),
+        ("pr 0", ONE, "too large", "pr"),
+        ("pr 99999999999999999999", ONE, "too large", "pr"),
+        ("pr 2147483648", ONE, "too large", "pr"),
+        ("pr 1 2", ONE, "Unexpected `2`", "pr"),
+        ("search", ONE, "Search for what?", "search"),
+        ("week 2026-W41", ONE, "YYYY-MM-DD", "week"),
+        ("week 2026-02-29", ONE, "does not exist", "week"),
+        ("subscribe Nope", TWO, "no show called `Nope`. Shows: PyTorch, Rust Weekly", "subscribe"),
+        ("subscribe", TWO, "name one: PyTorch, Rust Weekly", "subscribe"),
+        ("subscribe", [], "No shows are configured", "subscribe"),
+        ("subscribe " + " ".join(f"k{i}" for i in range(11)), ONE, "At most 10", "subscribe"),
+        ("subscribe " + "x" * 51, ONE, "at most 50 characters", "subscribe"),
+        ("unsubscribe Nope", TWO, "no show called `Nope`", "unsubscribe"),
+        ("list everything", ONE, "takes no arguments", "list"),
+        ("status now", ONE, "takes no arguments", "status"),
+    ],
+)
+def test_rejects_with_reason_and_usage(
+    text: str, shows: list[str], reason: str, usage_of: str
+) -> None:
+    with pytest.raises(CommandError) as info:
+        parse_command(text, shows)
+    assert reason in info.value.reason
+    assert info.value.subcommand == usage_of
+    assert info.value.usage.startswith(f"`/episodes {usage_of}")
+    assert "\n" not in info.value.reason
+
+
+@pytest.mark.parametrize("length", [501, 3000, 100_000])
+def test_overlong_text_is_refused_before_parsing(length: int) -> None:
+    with pytest.raises(CommandError) as info:
+        parse_command("search " + "a" * length, ONE)
+    assert "at most 500" in info.value.reason
+    assert f"{length + 7:,}" in info.value.reason
+    # No single subcommand is at fault, so the usage names all of them, on one line.
+    assert all(word in info.value.usage for word in ("recent", "nearby", "status", "help"))
+    assert "\n" not in info.value.usage
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["x" * 200, "`" * 10 + "closing", "<!channel>" * 10],
+)
+def test_echoed_arguments_are_short_and_cannot_close_backticks(value: str) -> None:
+    with pytest.raises(CommandError) as info:
+        parse_command(f"pr {value}", ONE)
+    quoted = info.value.reason.split("`")[1]
+    assert len(quoted) <= 40
+    assert info.value.reason.count("`") == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "recent 7",
+        "latest",
+        "nearby 2026-10-05",
+        "nearby #199720",
+        "nearby all gather",
+        "pr 199687",
+        "search fsdp mps",
+        "week 2026-10-05",
+        "list",
+        "status",
+        "subscribe PyTorch fsdp",
+        "unsubscribe PyTorch",
+    ],
+)
+def test_unparse_round_trips(text: str) -> None:
+    command = parse_command(text, ONE)
+    assert parse_command(unparse(command), ONE) == command
+
+
+@pytest.mark.parametrize(
+    ("text", "shareable"),
+    [
+        ("recent", True),
+        ("latest", True),
+        ("pr 1", True),
+        ("status", True),
+        ("subscribe", False),
+        ("unsubscribe", False),
+        ("help", False),
+    ],
+)
+def test_only_read_only_commands_are_shareable(text: str, shareable: bool) -> None:
+    assert isinstance(parse_command(text, ONE), SHAREABLE) is shareable

@@ -1,0 +1,305 @@
+"""digests.decide: which deliveries are due, next poll times, feed notices — as tables."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from digests.decide import (
+    FAILING_AFTER,
+    LedgerEntry,
+    candidate_episodes,
+    decide,
+    episode_key,
+    feed_notice,
+    matches,
+    next_poll_at,
+)
+from digests.models import Episode
+from digests.store.records import FetchState, Subscription
+
+SHOW = "PyTorch"
+T0 = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)
+
+
+def ep(day: int, *, headline: str = "", summary: str = "", transcript: str = "") -> Episode:
+    return Episode(
+        guid=f"g{day}",
+        show=SHOW,
+        title=f"{SHOW}: {headline or f'Day {day}'}",
+        headline=headline or f"Day {day}",
+        summary=summary,
+        published_at=datetime(2026, 10, day, 13, 0, tzinfo=UTC),
+        transcript=transcript,
+    )
+
+
+E1, E2, E3 = ep(1), ep(2), ep(3)
+E_MPS = ep(4, headline="Metal kernels", summary="MPS upsample gets faster.")
+E_DIST = ep(5, transcript="The NCCL watchdog now reports dead ranks.")
+
+
+def sub(channel: str = "C1", keywords: tuple[str, ...] = (), **kw: object) -> Subscription:
+    return Subscription(team_id="T1", channel_id=channel, show=SHOW, keywords=keywords, **kw)  # type: ignore[arg-type]
+
+
+def posted(
+    *episodes: Episode, state: str = "posted", stale: bool = False
+) -> dict[str, LedgerEntry]:
+    return {
+        episode_key(SHOW, e.guid): LedgerEntry(state, "old" if stale else e.content_hash())
+        for e in episodes
+    }
+
+
+def plan(result: list) -> list[tuple[str, str, str]]:  # type: ignore[type-arg]
+    return [(d.channel_id, d.episode.guid, d.action) for d in result]
+
+
+DECIDE_CASES = [
+    # (id, episodes, subscriptions, ledger by channel, backfill, expected)
+    ("first poll posts only the newest", [E1, E2, E3], [sub()], {}, 1, [("C1", "g3", "post")]),
+    (
+        "first poll, backfill 2",
+        [E3, E1, E2],
+        [sub()],
+        {},
+        2,
+        [("C1", "g2", "post"), ("C1", "g3", "post")],
+    ),
+    ("backfill 0 posts nothing at first", [E1, E2], [sub()], {}, 0, []),
+    ("second poll, nothing new", [E1, E2, E3], [sub()], {"C1": posted(E3)}, 1, []),
+    ("one new episode", [E1, E2, E3], [sub()], {"C1": posted(E2)}, 1, [("C1", "g3", "post")]),
+    (
+        "two new at once: both, oldest first",
+        [E1, E2, E3],
+        [sub()],
+        {"C1": posted(E1)},
+        1,
+        [("C1", "g2", "post"), ("C1", "g3", "post")],
+    ),
+    (
+        "never the archive below what the channel has",
+        [E1, E2, E3],
+        [sub()],
+        {"C1": posted(E2, E3)},
+        1,
+        [],
+    ),
+    (
+        "edited after posting: update",
+        [E1, E2],
+        [sub()],
+        {"C1": posted(E2, stale=True)},
+        1,
+        [("C1", "g2", "update")],
+    ),
+    (
+        "unfinished claim is offered again",
+        [E2, E3],
+        [sub()],
+        {"C1": posted(E3, state="posting")},
+        1,
+        [("C1", "g3", "post")],
+    ),
+    (
+        "pending is offered again",
+        [E3],
+        [sub()],
+        {"C1": posted(E3, state="pending")},
+        1,
+        [("C1", "g3", "post")],
+    ),
+    (
+        "paused row comes back once resumed",
+        [E3],
+        [sub()],
+        {"C1": posted(E3, state="paused")},
+        1,
+        [("C1", "g3", "post")],
+    ),
+    ("failed stays failed", [E3], [sub()], {"C1": posted(E3, state="failed")}, 1, []),
+    (
+        "failed, then edited: try again",
+        [E3],
+        [sub()],
+        {"C1": posted(E3, state="failed", stale=True)},
+        1,
+        [("C1", "g3", "post")],
+    ),
+    ("paused subscription gets nothing", [E3], [sub(paused_reason="is_archived")], {}, 1, []),
+    (
+        "other show's subscription ignored",
+        [E3],
+        [Subscription(team_id="T1", channel_id="C1", show="Rust")],
+        {},
+        1,
+        [],
+    ),
+    (
+        "keyword in summary, any case",
+        [E_MPS],
+        [sub(keywords=("mps",))],
+        {},
+        1,
+        [("C1", "g4", "post")],
+    ),
+    (
+        "keyword in transcript",
+        [E_DIST],
+        [sub(keywords=("nccl", "xla"))],
+        {},
+        1,
+        [("C1", "g5", "post")],
+    ),
+    ("keyword absent", [E_MPS, E_DIST], [sub(keywords=("xla",))], {}, 1, []),
+    (
+        "filter on a later poll",
+        [E3, E_MPS, E_DIST],
+        [sub(keywords=("Metal",))],
+        {"C1": posted(E3)},
+        1,
+        [("C1", "g4", "post")],
+    ),
+    (
+        "channels are independent",
+        [E1, E2, E3],
+        [sub("C1"), sub("C2")],
+        {"C1": posted(E2)},
+        1,
+        [("C1", "g3", "post"), ("C2", "g3", "post")],
+    ),
+    (
+        "subscribed after publication of two new",
+        [E1, E2, E3],
+        [sub(created_at=datetime(2026, 10, 1, 20, 0, tzinfo=UTC))],
+        {},
+        1,
+        [("C1", "g2", "post"), ("C1", "g3", "post")],
+    ),
+    (
+        "updates go out whatever the filter",
+        [E2],
+        [sub(keywords=("nothing-matches",))],
+        {"C1": posted(E2, stale=True)},
+        1,
+        [("C1", "g2", "update")],
+    ),
+    ("no episodes", [], [sub()], {}, 1, []),
+]
+
+
+@pytest.mark.parametrize(
+    ("episodes", "subs", "ledger", "backfill", "expected"),
+    [pytest.param(*case[1:], id=case[0]) for case in DECIDE_CASES],
+)
+def test_decide(
+    episodes: list[Episode],
+    subs: list[Subscription],
+    ledger: dict[str, dict[str, LedgerEntry]],
+    backfill: int,
+    expected: list[tuple[str, str, str]],
+) -> None:
+    by_channel = {("T1", channel): entries for channel, entries in ledger.items()}
+    result = decide(SHOW, episodes, subs, by_channel, backfill=backfill)
+    assert plan(result) == expected
+    assert all(d.key == episode_key(SHOW, d.episode.guid) for d in result)
+
+
+@pytest.mark.parametrize(
+    ("keywords", "expected"),
+    [
+        ((), True),
+        (("",), True),
+        (("metal",), True),
+        (("UPSAMPLE",), True),
+        (("cuda",), False),
+        (("cuda", "mps"), True),
+    ],
+)
+def test_matches(keywords: tuple[str, ...], expected: bool) -> None:
+    assert matches(E_MPS, keywords) is expected
+
+
+def test_episode_key_fits_the_ledger_column() -> None:
+    long_guid = "https://example.test/" + "x" * 400
+    key = episode_key(SHOW, long_guid)
+    assert len(key) <= 300
+    assert key != episode_key(SHOW, long_guid + "y")
+    assert episode_key(SHOW, "g1") == "PyTorch:g1"
+
+
+@pytest.mark.parametrize(
+    ("failures", "retry_after", "max_age", "expected_minutes"),
+    [
+        (0, None, None, 15),
+        (1, None, None, 30),
+        (2, None, None, 60),
+        (3, None, None, 120),
+        (10, None, None, 24 * 60),  # capped at a day
+        (0, 3600.0, None, 60),  # Retry-After pushes later
+        (3, 60.0, None, 120),  # never earlier than the backoff
+        (0, None, 1800.0, 30),  # Cache-Control max-age
+        (0, None, 10.0, 15),  # a short max-age does not poll more often
+        (0, 10**9, None, 24 * 60),  # a silly header still capped
+    ],
+)
+def test_next_poll_at(
+    failures: int, retry_after: float | None, max_age: float | None, expected_minutes: int
+) -> None:
+    got = next_poll_at(
+        T0, poll_minutes=15, failures=failures, retry_after=retry_after, max_age=max_age
+    )
+    assert got - T0 == timedelta(minutes=expected_minutes)
+
+
+OK_BEFORE = FetchState(last_success_at=T0, failures=0)
+FAILING = FetchState(last_success_at=T0, failures=FAILING_AFTER, last_error="HTTP 500")
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected_kind"),
+    [
+        (OK_BEFORE, OK_BEFORE, None),
+        (OK_BEFORE, FetchState(last_success_at=T0, failures=1, last_error="x"), None),
+        (FetchState(last_success_at=T0, failures=1), FAILING, "failing"),
+        (
+            FetchState(last_success_at=T0, failures=2, failing_notified=True),
+            FetchState(last_success_at=T0, failures=3, failing_notified=True),
+            None,
+        ),
+        (
+            FetchState(last_success_at=T0, failures=5, failing_notified=True),
+            FetchState(last_success_at=T0 + timedelta(hours=1), failures=0),
+            "recovered",
+        ),
+        (
+            FetchState(last_success_at=T0, failures=1),
+            FetchState(last_success_at=T0 + timedelta(hours=1), failures=0),
+            None,
+        ),
+    ],
+)
+def test_feed_notice(before: FetchState, after: FetchState, expected_kind: str | None) -> None:
+    notice = feed_notice(SHOW, before, after)
+    assert (notice.kind if notice else None) == expected_kind
+    if notice is not None:
+        assert SHOW in notice.key and T0.isoformat() in notice.key
+
+
+def test_failing_and_recovered_keys_differ_per_streak() -> None:
+    first = feed_notice(SHOW, OK_BEFORE, FAILING)
+    later = feed_notice(
+        SHOW,
+        FetchState(last_success_at=T0 + timedelta(days=2)),
+        FetchState(last_success_at=T0 + timedelta(days=2), failures=FAILING_AFTER),
+    )
+    assert first is not None and later is not None
+    assert first.key != later.key
+
+
+def test_candidates_newest_plus_changed() -> None:
+    got = candidate_episodes([E1, E2, E3], [E1], limit=2)
+    assert sorted(e.guid for e in got) == ["g1", "g2", "g3"]
+    assert sorted(e.guid for e in candidate_episodes([E1, E2, E3], [], limit=1)) == ["g3"]

@@ -1,0 +1,186 @@
+"""Exactly once across processes: a ``run --once`` killed mid fan-out, and two clocks at once.
+
+The processes are real (``subprocess``), the Slack fake and the feed server are real HTTP on
+127.0.0.1, the database is the parametrized SQLite file or PostgreSQL schema.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from digests.store import Store
+from digests.store.ledger import Ledger
+from tests.feedserver import FeedServer
+from tests.fixtures.delivery import keys_in, rss, rss_item
+from tests.slackfake import SlackFake
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "PyTorch:pytorch-2026-10-03"
+
+# What `digestbot run --once` does (bot.cli wires the same parts); kept here so this test
+# depends only on the delivery side.
+RUN_ONCE = """
+import asyncio, sys
+from datetime import UTC, datetime
+from bot.delivery import Deliverer
+from bot.outbox import make_outbox
+from bot.poll import run_once
+from bot.runtime import open_store, resolve_team_id, sync_config_channels
+from config.settings import load_settings
+from digests.fetch import make_http_client
+
+async def main() -> None:
+    settings = load_settings()
+    store = open_store(settings)
+    sync_config_channels(settings, store, await resolve_team_id(settings))
+    outbox = make_outbox(settings, sys.stdout)
+    deliverer = Deliverer(store, outbox)
+    async with make_http_client() as http:
+        report = await run_once(
+            settings, store, outbox, http, datetime.now(UTC), deliverer=deliverer
+        )
+    deliverer.close()
+    print("REPORT", report.summary(), flush=True)
+
+asyncio.run(main())
+"""
+
+CLOCK = """
+import asyncio, logging
+from bot.scheduler import run_clock
+from config.settings import load_settings
+logging.basicConfig(level=logging.WARNING)
+asyncio.run(run_clock(load_settings()))
+"""
+
+
+def write_config(path: Path, feed_url: str, channels: list[str]) -> Path:
+    lines = [
+        'timezone = "UTC"',
+        "[[shows]]",
+        'name = "PyTorch"',
+        f'feed = "{feed_url}"',
+        'repo = "pytorch/pytorch"',
+    ]
+    for channel in channels:
+        lines += ["[[channels]]", f'id = "{channel}"', 'shows = ["PyTorch"]', "recap = false"]
+    lines += ["[schedule]", "poll_minutes = 60", "jitter_seconds = 0"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def env_for(db_url: str, config: Path, fake: SlackFake) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=db_url,
+        DIGESTBOT_CONFIG=str(config),
+        SLACK_BOT_TOKEN=fake.token,
+        SLACK_API_URL=fake.api_url,
+        PYTHONPATH=str(ROOT),
+    )
+    return env
+
+
+def spawn(script: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(predicate: object, timeout: float = 60.0) -> bool:
+    assert callable(predicate)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def top_level_posts(fake: SlackFake) -> int:
+    return sum(
+        1
+        for call in fake.calls_to("chat.postMessage")
+        if call.ok and not call.params.get("thread_ts")
+    )
+
+
+def test_run_once_killed_mid_fan_out_then_rerun_leaves_one_copy_each(
+    db_url: str, slack_fake: SlackFake, feed_server: FeedServer, tmp_path: Path
+) -> None:
+    channels = [f"C0KILL{n:03d}" for n in range(80)]
+    url = feed_server.route("/feed.xml", rss(rss_item(3), rss_item(2)), etag='"v1"')
+    env = env_for(db_url, write_config(tmp_path / "digestbot.toml", url, channels), slack_fake)
+    slack_fake.latency = 0.1  # 80 channels x 2 calls / 20 at once: about a second of fan-out
+
+    first = spawn(RUN_ONCE, env)
+    try:
+        assert wait_for(lambda: top_level_posts(slack_fake) >= 15), first.communicate()
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    killed_at = top_level_posts(slack_fake)
+    assert killed_at < len(channels), "the kill came after the fan-out finished"
+
+    slack_fake.latency = 0.0
+    second = spawn(RUN_ONCE, env)
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+
+    copies = {c: keys_in(slack_fake.messages(c)).count(KEY) for c in channels}
+    assert copies == dict.fromkeys(channels, 1)
+    for channel in channels:
+        parent = next(m for m in slack_fake.messages(channel) if not m.get("thread_ts"))
+        replies = [m for m in slack_fake.messages(channel) if m.get("thread_ts") == parent["ts"]]
+        assert replies, channel  # every digest has its thread
+    store = Store.open(db_url)
+    try:
+        rows = Ledger.for_store(store).all_rows()
+    finally:
+        store.close()
+    assert {r.state for r in rows if r.kind == "episode"} == {"posted"}
+    assert len([r for r in rows if r.kind == "episode"]) == len(channels)
+    assert "REPORT" in out
+
+
+@pytest.mark.skipif(not os.environ.get("DIGESTBOT_TEST_POSTGRES_URL"), reason="needs PostgreSQL")
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_two_clocks_on_postgresql_post_each_digest_once(
+    db_url: str, slack_fake: SlackFake, feed_server: FeedServer, tmp_path: Path
+) -> None:
+    channels = [f"C0TWO{n:03d}" for n in range(60)]
+    url = feed_server.route("/feed.xml", rss(rss_item(3), rss_item(2)), etag='"v1"', delay=0.0)
+    env = env_for(db_url, write_config(tmp_path / "digestbot.toml", url, channels), slack_fake)
+    slack_fake.latency = 0.05
+
+    clocks = [spawn(CLOCK, env), spawn(CLOCK, env)]
+    try:
+        assert wait_for(
+            lambda: all(keys_in(slack_fake.messages(c)) for c in channels), timeout=90
+        ), [p.poll() for p in clocks]
+        time.sleep(0.5)  # anything doubled would land now
+    finally:
+        for proc in clocks:
+            proc.send_signal(signal.SIGTERM)
+        outputs = [proc.communicate(timeout=60) for proc in clocks]
+    assert [p.returncode for p in clocks] == [0, 0], outputs
+
+    copies = {c: keys_in(slack_fake.messages(c)).count(KEY) for c in channels}
+    assert copies == dict.fromkeys(channels, 1)
+    assert top_level_posts(slack_fake) == len(channels)
+    fetches = feed_server.requests_to("/feed.xml")
+    assert 1 <= len(fetches) <= 2

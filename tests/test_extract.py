@@ -1,0 +1,369 @@
+"""Extraction: pure functions, tested as tables."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from digests import extract
+from digests.extract import (
+    UNKNOWN_DATE,
+    build_episodes,
+    duration_seconds,
+    headline,
+    nearby,
+    published_at,
+    pull_requests,
+    summary,
+    transcript,
+)
+from digests.models import ParsedSource, PullRequestRef, RawEntry
+
+REPO = "pytorch/pytorch"
+
+
+def pr_url(n: int, repo: str = REPO) -> str:
+    return f"https://github.com/{repo}/pull/{n}"
+
+
+@pytest.mark.parametrize(
+    ("title", "show", "expected"),
+    [
+        ("PyTorch: All-Gather Showdown", "PyTorch", "All-Gather Showdown"),
+        ("pytorch:  All-Gather Showdown", "PyTorch", "All-Gather Showdown"),
+        ("PyTorch - Compiler Parity Push", "PyTorch", "Compiler Parity Push"),
+        ("PyTorch | Compiler Parity Push", "PyTorch", "Compiler Parity Push"),
+        ("Weekly Recap - FSDP Contracts", "PyTorch", "Weekly Recap - FSDP Contracts"),
+        ("PyTorch 2.5: what is new", "PyTorch", "PyTorch 2.5: what is new"),
+        ("PyTorchLightning: other show", "PyTorch", "PyTorchLightning: other show"),
+        ("PyTorch:", "PyTorch", "PyTorch:"),
+        ("  Spaced   out  ", "PyTorch", "Spaced out"),
+        ("JAX: Sharding", "PyTorch", "JAX: Sharding"),
+    ],
+)
+def test_headline(title: str, show: str, expected: str) -> None:
+    assert headline(title, show) == expected
+
+
+def test_headline_strips_an_alias_of_the_show() -> None:
+    assert headline("PyTorch Daily: Kernels", "PyTorch", "PyTorch Daily") == "Kernels"
+
+
+@pytest.mark.parametrize(
+    ("description", "expected"),
+    [
+        ("  One   sentence.\n\nTwo\tsentences. ", "One sentence. Two sentences."),
+        (
+            "Real news. This episode is a short developer briefing from PyTorch. "
+            "It explains recent repository work in plain language.",
+            "Real news.",
+        ),
+        (
+            "This excerpt keeps the crawler page concise. Listen to the episode or use the "
+            "RSS feed for the full update. Welcome back.",
+            "Welcome back.",
+        ),
+        ("this excerpt keeps the crawler page concise. Hi.", "Hi."),
+        ("Nothing to strip about episodes.", "Nothing to strip about episodes."),
+        ("", ""),
+        ("<!channel> & <b>", "<!channel> & <b>"),
+    ],
+)
+def test_summary(description: str, expected: str) -> None:
+    assert summary(description) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "This excerpt keeps the crawler page concise. Listen to the episode or use the "
+            "RSS feed for the full update.\n\nHello   there.\n\n\n  Second  para…",
+            "Hello there.\n\nSecond para…",
+        ),
+        ("one line", "one line"),
+        ("a\nwrapped\nline", "a wrapped line"),
+        ("", ""),
+    ],
+)
+def test_transcript(text: str, expected: str) -> None:
+    assert transcript(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("PT4M11S", 251),
+        ("PT1H2M3S", 3723),
+        ("pt2m31s", 151),
+        ("PT151S", 151),
+        ("PT2M30.6S", 151),
+        ("P0DT0H4M11S", 251),
+        ("PT0S", 0),
+        ("4:11", 251),
+        ("04:11", 251),
+        ("00:04:11", 251),
+        ("1:02:03", 3723),
+        ("90:00", 5400),
+        ("4:11.4", 251),
+        ("251", 251),
+        ("251.0", 251),
+        ("250.5", 251),
+        ("  251  ", 251),
+        ("4m 11s", 251),
+        ("1h 2m 3s", 3723),
+        ("4 min", 240),
+        ("", None),
+        (None, None),
+        ("junk", None),
+        ("P1M", None),
+        ("P1Y", None),
+        ("PT", None),
+        ("4:75", None),
+        ("1:60:00", None),
+        ("-5", None),
+        ("nan", None),
+        ("inf", None),
+        ("99999999", None),
+        ("1:2:3:4", None),
+        ("PT4M11S trailing", None),
+        ("x" * 1000, None),
+    ],
+)
+def test_duration_seconds(text: str | None, expected: int | None) -> None:
+    assert duration_seconds(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Mon, 05 Oct 2026 13:00:40 GMT", datetime(2026, 10, 5, 13, 0, 40, tzinfo=UTC)),
+        ("Mon, 05 Oct 2026 13:00:40 +0200", datetime(2026, 10, 5, 11, 0, 40, tzinfo=UTC)),
+        ("Mon, 05 Oct 2026 13:00:40 -0430", datetime(2026, 10, 5, 17, 30, 40, tzinfo=UTC)),
+        ("5 Oct 2026 13:00 GMT", datetime(2026, 10, 5, 13, 0, tzinfo=UTC)),
+        ("Mon, 05 Oct 2026 13:00:40 EST", datetime(2026, 10, 5, 18, 0, 40, tzinfo=UTC)),
+        ("Mon, 05 Oct 2026 13:00:40", datetime(2026, 10, 5, 13, 0, 40, tzinfo=UTC)),
+        ("2026-10-05T13:00:40Z", datetime(2026, 10, 5, 13, 0, 40, tzinfo=UTC)),
+        ("2026-10-05T15:00:40+02:00", datetime(2026, 10, 5, 13, 0, 40, tzinfo=UTC)),
+        ("2026-10-05T13:00:40.123456Z", datetime(2026, 10, 5, 13, 0, 40, 123456, tzinfo=UTC)),
+        ("2026-10-05 13:00:40", datetime(2026, 10, 5, 13, 0, 40, tzinfo=UTC)),
+        ("2026-10-05", datetime(2026, 10, 5, tzinfo=UTC)),
+        ("20261005T130040Z", datetime(2026, 10, 5, 13, 0, 40, tzinfo=UTC)),
+        ("", None),
+        (None, None),
+        ("yesterday", None),
+        ("Mon, 45 Oct 2026 13:00:40 GMT", None),
+        ("2026-13-05", None),
+        ("9" * 500, None),
+    ],
+)
+def test_published_at(text: str | None, expected: datetime | None) -> None:
+    got = published_at(text)
+    assert got == expected
+    if got is not None:
+        assert got.utcoffset() is not None
+        assert got.utcoffset().total_seconds() == 0  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("text", "numbers"),
+    [
+        ("Paired with PR 199687, which posts…", [199687]),
+        ("Three drafts, PRs 199720, 199721 and 199726, lay out options.", [199720, 199721, 199726]),
+        (
+            "A series, including PRs 199714 for merging, 199716 for rebasing, and 199715 for "
+            "reverting, lets the bot land stacks.",
+            [199714, 199716, 199715],
+        ),
+        ("PR #123 fixes it.", [123]),
+        ("PR#123 fixes it.", [123]),
+        ("pr 77 and Pr 78 are lower-case.", [77, 78]),
+        ("The headline fix is pull request 31044.", [31044]),
+        ("See pull requests 1 and 2.", [1, 2]),
+        ("See pull requests #1, #2, and #3 today.", [1, 2, 3]),
+        ("PRs: 10, 11 or 12.", [10, 11, 12]),
+        ("PR number 42 landed.", [42]),
+        ("PRs 199720,199721 landed.", [199720, 199721]),
+        ("Fixed in #199610 and PR #199611.", [199611]),
+        ("March 15th brought us 17 commits in 2026.", []),
+        ("PRs 5 and 6 landed, 17 commits in all.", [5, 6]),
+        ("PRs 5 and 6 from last week, 17 commits in all.", [5, 6]),
+        ("PRs 3, 4 and 17 commits", [3, 4]),
+        ("PR 5 and 12 other changes.", [5]),
+        ("PR 199687 again and PR 199687 once more.", [199687]),
+        ("APR 2026 and SPRs 5 are not PR mentions.", []),
+        ("PR 2.5 is a version, not a PR.", []),
+        ("prepare 12 things", []),
+        ("https://github.com/pytorch/pytorch/pull/199530 changes timeouts.", [199530]),
+        ("Open github.com/pytorch/pytorch/pull/7?diff=split now.", [7]),
+        ("PR 9, then https://github.com/pytorch/pytorch/pull/9 again.", [9]),
+        ("", []),
+    ],
+)
+def test_pull_request_numbers(text: str, numbers: list[int]) -> None:
+    refs = pull_requests(text, REPO)
+    assert [r.number for r in refs] == numbers
+    assert all(r.url == pr_url(r.number) for r in refs)
+
+
+def test_pull_request_link_to_another_repo_keeps_that_repo() -> None:
+    text = "PR 5 here, and https://github.com/pytorch/vision/pull/5 there. Also PR 6."
+    refs = pull_requests(text, REPO)
+    assert [(r.number, r.url) for r in refs] == [
+        (5, pr_url(5)),
+        (5, pr_url(5, "pytorch/vision")),
+        (6, pr_url(6)),
+    ]
+
+
+def test_pull_request_order_is_first_mention_across_forms() -> None:
+    text = "First github.com/pytorch/pytorch/pull/30 then PR 10 and pull request 20."
+    assert [r.number for r in pull_requests(text, REPO)] == [30, 10, 20]
+
+
+@pytest.mark.parametrize(
+    ("text", "contexts"),
+    [
+        (
+            "First, a design fork. Three drafts, PRs 1, 2 and 3, compete. Two fixes…",
+            ["Three drafts, PRs 1, 2 and 3, compete."] * 3,
+        ),
+        ("Intro.\n\nPaired with PR 199734, which posts…", ["Paired with PR 199734, which posts…"]),
+        ("See e.g. PR 4 for details. Next.", ["See e.g. PR 4 for details."]),
+        ("PR No. 8 is here. Then more.", ["PR No. 8 is here."]),
+        ('He said "PR 9 is done." Then left.', ['He said "PR 9 is done."']),
+        ("Line one has PR 1\n\nline two has PR 2", ["Line one has PR 1", "line two has PR 2"]),
+        ("Version 2.5 ships PR 3 today! Great.", ["Version 2.5 ships PR 3 today!"]),
+        ("  Spaced\n  out PR 5  sentence. ", ["Spaced out PR 5 sentence."]),
+    ],
+)
+def test_pull_request_context_is_the_sentence(text: str, contexts: list[str]) -> None:
+    assert [r.context for r in pull_requests(text, REPO)] == contexts
+
+
+def test_pull_request_context_of_a_huge_sentence_is_clipped_around_the_mention() -> None:
+    text = "word " * 500 + "PR 77 here " + "word " * 500 + "."
+    (ref,) = pull_requests(text, REPO)
+    assert ref.number == 77
+    assert "PR 77" in ref.context
+    assert ref.context.startswith("…") and ref.context.endswith("…")
+    assert len(ref.context) <= extract.MAX_CONTEXT + 2
+
+
+def test_pull_requests_in_text_with_length_changing_lowercase() -> None:
+    # "İ".lower() is two characters; offsets must still point at the right sentence.
+    text = "İİİİ news. PRs 12 and 13 landed."
+    refs = pull_requests(text, REPO)
+    assert [r.number for r in refs] == [12, 13]
+    assert refs[0].context == "PRs 12 and 13 landed."
+
+
+def test_pull_requests_are_capped() -> None:
+    text = " ".join(f"PR {n}." for n in range(1, 1000))
+    assert len(pull_requests(text, REPO)) == extract.MAX_PULL_REQUESTS
+
+
+@pytest.mark.parametrize(
+    ("titles", "expected"),
+    [
+        (["1. One", "2) Two", "- Three", "• Four"], ("One", "Two", "Three", "Four")),
+        (["Same", "same", " Same "], ("Same",)),
+        (["", "  "], ()),
+        (["Weekly Recap - FSDP"], ("Weekly Recap - FSDP",)),
+    ],
+)
+def test_nearby(titles: list[str], expected: tuple[str, ...]) -> None:
+    assert nearby(titles) == expected
+
+
+def entry(**kw: object) -> RawEntry:
+    base: dict[str, object] = {"guid": "g1", "title": "PyTorch: One", "published": "2026-10-01"}
+    base.update(kw)
+    return RawEntry.model_validate(base)
+
+
+def test_build_episodes_newest_first_and_fields() -> None:
+    parsed = ParsedSource(
+        kind="rss",
+        show_title="PyTorch",
+        entries=(
+            entry(guid="old", title="PyTorch: Old", published="Thu, 01 Oct 2026 13:00:05 GMT"),
+            entry(
+                guid="new",
+                title="PyTorch:  New   one",
+                published="2026-10-05T15:00:40+02:00",
+                description="Summary names PR 3.  It explains recent repository work in plain language.",
+                transcript="Transcript names PR 4 and PR 3.\n\nThen PRs 5 and 6.",
+                duration="PT2M31S",
+                link="https://briefings.example/new",
+                audio_url="https://briefings.example/new.mp3",
+                nearby=("1. Old",),
+            ),
+        ),
+    )
+    episodes = build_episodes(parsed, "PyTorch", REPO)
+    assert [e.guid for e in episodes] == ["new", "old"]
+    new = episodes[0]
+    assert new.show == "PyTorch"
+    assert new.title == "PyTorch: New one"
+    assert new.headline == "New one"
+    assert new.summary == "Summary names PR 3."
+    assert new.published_at == datetime(2026, 10, 5, 13, 0, 40, tzinfo=UTC)
+    assert new.duration_seconds == 151
+    assert new.url == "https://briefings.example/new"
+    assert new.audio_url == "https://briefings.example/new.mp3"
+    assert new.nearby == ("Old",)
+    assert [r.number for r in new.pull_requests] == [3, 4, 5, 6]
+    assert new.pull_requests[0] == PullRequestRef(
+        number=3, url=pr_url(3), context="Summary names PR 3."
+    )
+    assert new.transcript == "Transcript names PR 4 and PR 3.\n\nThen PRs 5 and 6."
+    payload = new.to_json()
+    assert payload["published_at"] == "2026-10-05T13:00:40Z"
+    assert payload["pull_requests"][0] == {  # type: ignore[index]
+        "number": 3,
+        "url": pr_url(3),
+        "context": "Summary names PR 3.",
+    }
+
+
+def test_build_episodes_uses_the_configured_show_and_repo() -> None:
+    parsed = ParsedSource(
+        kind="rss", show_title="Torch Daily", entries=(entry(title="Torch Daily: X. PR 1"),)
+    )
+    (episode,) = build_episodes(parsed, "PyTorch", "example/repo")
+    assert episode.show == "PyTorch"
+    assert episode.headline == "X. PR 1"
+    assert episode.pull_requests == ()  # titles are not scanned
+
+
+def test_build_episodes_dedupes_guids_and_fills_missing_ones() -> None:
+    parsed = ParsedSource(
+        kind="rss",
+        entries=(
+            entry(guid="dup", title="PyTorch: First"),
+            entry(guid="dup", title="PyTorch: Second"),
+            entry(guid=None, link="https://briefings.example/x", title="PyTorch: Linked"),
+            entry(guid=None, link=None, title="PyTorch: Bare", published="2026-01-01"),
+        ),
+    )
+    episodes = build_episodes(parsed, "PyTorch", REPO)
+    guids = [e.guid for e in episodes]
+    assert guids.count("dup") == 1
+    assert next(e for e in episodes if e.guid == "dup").headline == "First"
+    assert "https://briefings.example/x" in guids
+    bare = next(e for e in episodes if e.headline == "Bare")
+    assert bare.guid.startswith("sha1:")
+    again = build_episodes(parsed, "PyTorch", REPO)
+    assert bare.guid == next(e for e in again if e.headline == "Bare").guid
+
+
+def test_build_episodes_unknown_date_sorts_last_and_is_stable() -> None:
+    parsed = ParsedSource(
+        kind="rss",
+        entries=(entry(guid="a", published="not a date"), entry(guid="b", published=None)),
+    )
+    episodes = build_episodes(parsed, "PyTorch", REPO)
+    assert [e.published_at for e in episodes] == [UNKNOWN_DATE, UNKNOWN_DATE]
+    assert [e.guid for e in episodes] == ["a", "b"]

@@ -1,0 +1,208 @@
+"""bot.poll end to end: feeds on loopback, the Slack fake, a real store (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+
+from bot.delivery import Deliverer
+from bot.outbox import PrintOutbox
+from bot.poll import poll_show, run_once
+from config.settings import ScheduleConfig, Settings, ShowConfig
+from digests.fetch import make_http_client
+from digests.store import Store
+from digests.store.ledger import Ledger
+from tests.feedserver import FeedServer
+from tests.fixtures.delivery import keys_in, rss, rss_item, slack_outbox
+from tests.slackfake import SlackFake
+
+TEAM = "T1"
+NOW = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)
+
+
+def settings_for(url: str, **kw: object) -> Settings:
+    return Settings(
+        shows=[ShowConfig(name="PyTorch", feed=url, repo="pytorch/pytorch")],
+        schedule=ScheduleConfig(poll_minutes=15),
+        team_id=TEAM,
+        slack_bot_token=None,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with make_http_client(timeout=5.0) as client:
+        yield client
+
+
+@pytest.fixture
+def deliverer(store: Store, slack_fake: SlackFake) -> Iterator[Deliverer]:
+    d = Deliverer(store, slack_outbox(slack_fake), per_channel_interval=0.0, backoff=0.01)
+    yield d
+    d.close()
+
+
+def subscribe(store: Store, *channels: str, keywords: tuple[str, ...] = ()) -> None:
+    store.ensure_show("PyTorch", "", "pytorch/pytorch")
+    for channel in channels:
+        store.subscribe(TEAM, channel, "PyTorch", keywords=keywords, source="config")
+
+
+async def test_first_poll_newest_only_then_nothing_then_the_new_one(
+    store: Store,
+    slack_fake: SlackFake,
+    feed_server: FeedServer,
+    http: httpx.AsyncClient,
+    deliverer: Deliverer,
+) -> None:
+    url = feed_server.route("/feed.xml", rss(rss_item(3), rss_item(2), rss_item(1)), etag='"v1"')
+    settings = settings_for(url)
+    subscribe(store, "C1", "C2")
+    subscribe(store, "C3", keywords=("metal",))
+
+    first = await run_once(settings, store, deliverer.outbox, http, NOW, deliverer=deliverer)
+    assert first.polls[0].status == "ok" and first.polls[0].new == 3
+    for channel in ("C1", "C2"):
+        assert keys_in(slack_fake.messages(channel)) == ["PyTorch:pytorch-2026-10-03"]
+        replies = [m for m in slack_fake.messages(channel) if m.get("thread_ts")]
+        assert len(replies) == 1 and "199603" in str(replies[0]["blocks"])
+    assert slack_fake.messages("C3") == []  # the newest does not mention Metal
+
+    second = await run_once(settings, store, deliverer.outbox, http, NOW, deliverer=deliverer)
+    assert second.polls[0].status == "not_modified"
+    assert second.delivery.posted == [] and len(slack_fake.calls_to("chat.postMessage")) == 4
+    assert feed_server.requests_to("/feed.xml")[-1].header("If-None-Match") == '"v1"'
+
+    feed_server.route(
+        "/feed.xml",
+        rss(
+            rss_item(5, headline="Metal Kernels", summary="MPS upsample gets faster."),
+            rss_item(4),
+            rss_item(3),
+            rss_item(2),
+            rss_item(1),
+        ),
+        etag='"v2"',
+    )
+    third = await run_once(
+        settings, store, deliverer.outbox, http, NOW + timedelta(hours=1), deliverer=deliverer
+    )
+    assert third.polls[0].new == 2
+    for channel in ("C1", "C2"):
+        assert keys_in(slack_fake.messages(channel)) == [
+            "PyTorch:pytorch-2026-10-03",
+            "PyTorch:pytorch-2026-10-04",
+            "PyTorch:pytorch-2026-10-05",
+        ]
+    assert keys_in(slack_fake.messages("C3")) == ["PyTorch:pytorch-2026-10-05"]
+
+
+async def test_edited_episode_updates_in_place(
+    store: Store,
+    slack_fake: SlackFake,
+    feed_server: FeedServer,
+    http: httpx.AsyncClient,
+    deliverer: Deliverer,
+) -> None:
+    url = feed_server.route("/feed.xml", rss(rss_item(3)), etag='"v1"')
+    settings = settings_for(url, thread_replies=False)
+    subscribe(store, "C1")
+    await run_once(settings, store, deliverer.outbox, http, NOW, deliverer=deliverer)
+    feed_server.route(
+        "/feed.xml", rss(rss_item(3, headline="Daily Briefing 3, Corrected")), etag='"v2"'
+    )
+    report = await run_once(settings, store, deliverer.outbox, http, NOW, deliverer=deliverer)
+
+    assert report.polls[0].changed and len(report.delivery.updated) == 1
+    messages = slack_fake.messages("C1")
+    assert len(messages) == 1 and "Corrected" in str(messages[0]["blocks"])
+
+
+async def test_failing_feed_backs_off_and_tells_channels_once(
+    store: Store,
+    slack_fake: SlackFake,
+    feed_server: FeedServer,
+    http: httpx.AsyncClient,
+    deliverer: Deliverer,
+) -> None:
+    url = feed_server.route("/feed.xml", rss(rss_item(3)), etag='"v1"')
+    settings = settings_for(url)
+    subscribe(store, "C1")
+    await run_once(settings, store, deliverer.outbox, http, NOW, deliverer=deliverer)
+    feed_server.route("/feed.xml", b"oops", status=500)
+
+    polls = []
+    for n in range(4):
+        report = await run_once(
+            settings, store, deliverer.outbox, http, NOW + timedelta(hours=n), deliverer=deliverer
+        )
+        polls.append(report.polls[0])
+    assert [p.status for p in polls] == ["failed"] * 4
+    assert [p.state.failures for p in polls] == [1, 2, 3, 4]
+    waits = [p.state.next_poll_at - (NOW + timedelta(hours=n)) for n, p in enumerate(polls)]
+    assert waits == [timedelta(minutes=m) for m in (30, 60, 120, 240)]
+    state = store.fetch_state("PyTorch")
+    assert state.last_error and "500" in state.last_error and state.failing_notified
+
+    feed_server.route("/feed.xml", rss(rss_item(3)), etag='"v1"')
+    back = await run_once(
+        settings, store, deliverer.outbox, http, NOW + timedelta(hours=5), deliverer=deliverer
+    )
+    assert back.polls[0].ok and not store.fetch_state("PyTorch").failing_notified
+
+    texts = [m["text"] for m in slack_fake.messages("C1")]
+    assert sum("is failing" in t for t in texts) == 1
+    assert sum("has recovered" in t for t in texts) == 1
+    assert len(keys_in(slack_fake.messages("C1"))) == 3  # digest, failing, recovered
+
+
+async def test_feed_retry_after_and_cache_control_push_the_next_poll(
+    store: Store, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    store.ensure_show("PyTorch", "", "pytorch/pytorch")
+    url = feed_server.route("/feed.xml", b"busy", status=429, headers={"Retry-After": "7200"})
+    settings = settings_for(url)
+    limited = await poll_show(settings, store, http, settings.shows[0], NOW)
+    assert limited.status == "failed" and limited.state.next_poll_at == NOW + timedelta(hours=2)
+
+    feed_server.route(
+        "/feed.xml", rss(rss_item(3)), headers={"Cache-Control": "public, max-age=3600"}
+    )
+    fresh = await poll_show(settings, store, http, settings.shows[0], NOW)
+    assert fresh.status == "ok" and fresh.state.next_poll_at == NOW + timedelta(hours=1)
+    assert store.fetch_state("PyTorch").next_poll_at == NOW + timedelta(hours=1)
+
+
+async def test_a_feed_that_is_not_a_feed_is_a_result_not_an_exception(
+    store: Store, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    store.ensure_show("PyTorch", "", "pytorch/pytorch")
+    url = feed_server.route("/feed.xml", b"\x00\x01\x02 binary junk", content_type="image/png")
+    settings = settings_for(url)
+    result = await poll_show(settings, store, http, settings.shows[0], NOW)
+    assert result.status == "failed" and result.error
+    assert store.fetch_state("PyTorch").failures == 1
+
+
+async def test_print_outbox_prints_each_digest_once(
+    store: Store, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    url = feed_server.route("/feed.xml", rss(rss_item(3), rss_item(2)))
+    settings = settings_for(url)
+    subscribe(store, "C0EXAMPLE01")
+    out = io.StringIO()
+    outbox = PrintOutbox(out)
+    await run_once(settings, store, outbox, http, NOW)
+    await run_once(settings, store, outbox, http, NOW)
+
+    text = out.getvalue()
+    assert text.count("would post to #C0EXAMPLE01\n") == 1
+    assert "Daily Briefing 3" in text and "Daily Briefing 2" not in text
+    assert "199603" in text  # the thread reply is printed too
+    rows = Ledger.for_store(store).all_rows()
+    assert [(r.channel_id, r.state) for r in rows] == [("C0EXAMPLE01", "posted")]

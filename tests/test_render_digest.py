@@ -1,0 +1,509 @@
+"""Renderer: digests, thread replies and lists are valid Block Kit, escaped, within limits."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from slack_sdk.models.blocks import Block
+
+from digests.errors import ConfigError
+from digests.models import Episode, PullRequestRef, RecapEpisode
+from digests.render import Message, Renderer, limits
+from digests.render import blocks as b
+from digests.render.escape import ELLIPSIS
+
+REPO = "https://github.com/pytorch/pytorch/pull"
+EVIL = "<!channel> & <https://evil.example|click>"
+EVIL_ESCAPED = "&lt;!channel&gt; &amp; &lt;https://evil.example|click&gt;"
+
+
+def pr(number: int, context: str = "") -> PullRequestRef:
+    return PullRequestRef(number=number, url=f"{REPO}/{number}", context=context)
+
+
+def episode(**changes: Any) -> Episode:
+    """The 2026-10-05 briefing, paraphrased; override any field."""
+    fields: dict[str, Any] = {
+        "guid": "https://briefings.example/pytorch/2026-10-05",
+        "show": "PyTorch",
+        "title": "PyTorch: All-Gather Showdown and Stack-Aware Merges",
+        "headline": "All-Gather Showdown and Stack-Aware Merges",
+        "summary": (
+            "Three competing all-gather designs for sharded training, merge tooling that "
+            "understands stacked pull requests, and faster Apple-silicon kernels."
+        ),
+        "published_at": datetime(2026, 10, 5, 13, 0, 40, tzinfo=UTC),
+        "duration_seconds": 151,
+        "url": "https://briefings.example/pytorch/2026-10-05",
+        "audio_url": "https://cdn.briefings.example/pytorch/2026-10-05.mp3",
+        "pull_requests": (
+            pr(199720, "Drafts 199720, 199721 and 199726 each propose an all-gather contract."),
+            pr(199721, "Drafts 199720, 199721 and 199726 each propose an all-gather contract."),
+            pr(199726, "Drafts 199720, 199721 and 199726 each propose an all-gather contract."),
+            pr(199714, "The merge bot can now land a whole native stack (199714)."),
+            pr(199687, "One Metal kernel replaces the upsample backward graph."),
+        ),
+        "nearby": (
+            "Compiler Parity Push",
+            "Distributed Hang Fixes and Compiler Hardening",
+            "GEMM Fusion and Portable CUDA Graphs",
+        ),
+        "transcript": "Good morning, this is your PyTorch briefing.\n\nFirst, sharding.",
+    }
+    fields.update(changes)
+    return Episode(**fields)
+
+
+def huge_episode() -> Episode:
+    words = "sharding contracts under stress & <edge> cases " * 500
+    return episode(
+        guid="urn:" + "g" * 2500,
+        headline=("Very long headline " * 30)[:400],
+        summary=words[:20_000],
+        pull_requests=tuple(
+            pr(199_000 + i, f"PR {199_000 + i}: " + "detail " * 80) for i in range(120)
+        ),
+        nearby=tuple(f"Nearby episode number {i} " * 5 for i in range(50)),
+        transcript=("A paragraph of transcript with <!here> & more. " * 40 + "\n\n") * 20,
+    )
+
+
+def texts(message: Message) -> Iterator[tuple[str, str]]:
+    """Every (type, text) in a message: mrkdwn or plain_text objects, and the fallback."""
+    yield "mrkdwn", message["text"]
+
+    def walk(node: object) -> Iterator[tuple[str, str]]:
+        if isinstance(node, dict):
+            if node.get("type") in ("mrkdwn", "plain_text") and isinstance(node.get("text"), str):
+                yield node["type"], node["text"]
+            for value in node.values():
+                yield from walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                yield from walk(item)
+
+    yield from walk(message["blocks"])
+
+
+_LINK = re.compile(r"<([^<>|]*)(?:\|[^<>]*)?>")
+_ALLOWED_URL = re.compile(
+    r"^https://(github\.com/pytorch/pytorch/pull/\d+|[a-z.]*briefings\.example/)"
+)
+
+
+def assert_valid(message: Message) -> None:
+    """What Slack would check, and what slack_sdk does not (block count, total size)."""
+    json.dumps(message)
+    assert message["text"].strip()
+    assert len(message["text"]) <= limits.FALLBACK_TEXT
+    assert 1 <= len(message["blocks"]) <= limits.BLOCKS_PER_MESSAGE
+    assert limits.message_text_size(message) <= limits.MESSAGE_TEXT_BUDGET
+    for block in message["blocks"]:
+        Block.parse(block).validate_json()  # type: ignore[union-attr]
+        if block["type"] == "section":
+            assert 1 <= len(block["text"]["text"]) <= limits.SECTION_TEXT
+        if block["type"] == "header":
+            assert 1 <= len(block["text"]["text"]) <= limits.HEADER_TEXT
+        if block["type"] == "context":
+            assert 1 <= len(block["elements"]) <= limits.CONTEXT_ELEMENTS
+    for kind, text in texts(message):
+        if kind != "mrkdwn":
+            continue
+        # The only angle brackets are links we made, to places we chose.
+        assert "<!" not in text and "<@" not in text and "<#" not in text
+        for match in _LINK.finditer(text):
+            assert _ALLOWED_URL.match(match.group(1)), match.group(0)
+        assert text.count("<") == len(_LINK.findall(text))
+
+
+@pytest.fixture
+def renderer() -> Renderer:
+    return Renderer()
+
+
+# -- the digest --------------------------------------------------------------------------
+
+
+def test_digest_layout(renderer: Renderer) -> None:
+    message = renderer.digest(episode())
+    assert_valid(message)
+    assert message["text"] == "PyTorch: All-Gather Showdown and Stack-Aware Merges (2:31)"
+    kinds = [block["type"] for block in message["blocks"]]
+    assert kinds == ["header", "context", "section", "section", "context", "actions"]
+    header, meta, summary, prs, nearby, actions = message["blocks"]
+    assert header["text"] == {
+        "type": "plain_text",
+        "text": "All-Gather Showdown and Stack-Aware Merges",
+        "emoji": True,
+    }
+    assert meta["elements"][0]["text"] == (
+        "PyTorch · Mon 5 Oct 2026 · 2:31 · "
+        "<https://briefings.example/pytorch/2026-10-05|Episode> · "
+        "<https://cdn.briefings.example/pytorch/2026-10-05.mp3|Audio>"
+    )
+    assert summary["text"]["text"].startswith("Three competing all-gather designs")
+    lines = prs["text"]["text"].split("\n")
+    assert lines[0] == "*Key PRs*"
+    assert lines[1] == (
+        "• <https://github.com/pytorch/pytorch/pull/199720|#199720> "
+        "Drafts 199720, 199721 and 199726 each propose an all-gather contract."
+    )
+    assert len(lines) == 6
+    assert nearby["elements"][0]["text"] == (
+        "*Nearby:* Compiler Parity Push · Distributed Hang Fixes and Compiler Hardening"
+        " · GEMM Fusion and Portable CUDA Graphs"
+    )
+    assert [(e["action_id"], e["text"]["text"]) for e in actions["elements"]] == [
+        ("digest_prs", "Key PRs"),
+        ("digest_nearby", "Nearby"),
+    ]
+    for element in actions["elements"]:
+        assert json.loads(element["value"]) == {
+            "show": "PyTorch",
+            "guid": "https://briefings.example/pytorch/2026-10-05",
+        }
+
+
+def test_digest_without_buttons_or_optional_parts(renderer: Renderer) -> None:
+    bare = episode(
+        duration_seconds=None, url=None, audio_url=None, pull_requests=(), nearby=(), summary=""
+    )
+    message = renderer.digest(bare, buttons=False)
+    assert_valid(message)
+    assert [block["type"] for block in message["blocks"]] == ["header", "context"]
+    assert message["blocks"][1]["elements"][0]["text"] == "PyTorch · Mon 5 Oct 2026"
+    assert message["text"] == "PyTorch: All-Gather Showdown and Stack-Aware Merges"
+
+
+@pytest.mark.parametrize(
+    ("count", "more"), [(8, None), (9, "_and 1 more PR_"), (120, "_and 112 more PRs_")]
+)
+def test_digest_lists_at_most_eight_prs(renderer: Renderer, count: int, more: str | None) -> None:
+    message = renderer.digest(episode(pull_requests=tuple(pr(1000 + i, "x") for i in range(count))))
+    assert_valid(message)
+    text = message["blocks"][3]["text"]["text"]
+    assert text.count("<https://github.com/") == 8
+    assert (text.split("\n")[-1] == more) if more else text.endswith("x")
+
+
+def test_huge_episode_renders_valid_everywhere(renderer: Renderer) -> None:
+    big = huge_episode()
+    message = renderer.digest(big)
+    assert_valid(message)
+    header = message["blocks"][0]["text"]["text"]
+    assert len(header) <= limits.HEADER_TEXT and header.endswith(ELLIPSIS)
+    summary = message["blocks"][2]["text"]["text"]
+    assert summary.endswith(ELLIPSIS) and len(summary) <= limits.SECTION_TEXT
+    # A GUID too long for a button value travels as its hash.
+    value = json.loads(message["blocks"][-1]["elements"][0]["value"])
+    assert value == {"show": "PyTorch", "guid_sha256": b.guid_key(big.guid)}
+
+    replies = renderer.thread_reply(big)
+    assert len(replies) >= 2
+    for reply in replies:
+        assert_valid(reply)
+    numbers = [
+        int(n)
+        for reply in replies
+        for block in reply["blocks"]
+        for n in re.findall(r"\|#(\d+)>", block["text"]["text"])
+    ]
+    assert numbers == [199_000 + i for i in range(120)]
+    transcript = replies[-1]["blocks"][-1]["text"]["text"]
+    assert "&lt;!here&gt;" in transcript and transcript.endswith(ELLIPSIS)
+
+    listing = renderer.episode_list([big] * 30, "Recent")
+    assert_valid(listing)
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["headline", "summary", "show", "pr_context", "nearby", "transcript", "url", "audio_url"],
+)
+def test_injection_in_every_field_is_neutralised(renderer: Renderer, field: str) -> None:
+    table: dict[str, dict[str, Any]] = {
+        "headline": {"headline": EVIL},
+        "summary": {"summary": f"Intro {EVIL} outro"},
+        "show": {"show": EVIL},
+        "pr_context": {"pull_requests": (pr(199801, f"It {EVIL} works"),)},
+        "nearby": {"nearby": (EVIL, "<@U0123> and <#C0123>")},
+        "transcript": {"transcript": f"Hello {EVIL}"},
+        "url": {"url": "https://evil.example/x|<!channel>"},
+        "audio_url": {"audio_url": "https://evil.example/a.mp3>pwn"},
+    }
+    hostile = episode(**table[field])
+    messages = [
+        renderer.digest(hostile),
+        *renderer.thread_reply(hostile),
+        renderer.episode_list([hostile], EVIL),
+    ]
+    for message in messages:
+        assert_valid(message)
+    everything = json.dumps(messages, ensure_ascii=False)
+    assert "evil.example/x" not in everything and "a.mp3>pwn" not in everything
+    if field not in ("url", "audio_url"):
+        assert EVIL_ESCAPED in everything or "&lt;!channel&gt;" in everything
+
+
+@pytest.mark.parametrize(
+    ("url", "meta"),
+    [
+        ("https://evil.example/x|label", "PyTorch · Mon 5 Oct 2026 · 2:31"),
+        ("https://evil.example/x>y", "PyTorch · Mon 5 Oct 2026 · 2:31"),
+        ("javascript:alert(1)", "PyTorch · Mon 5 Oct 2026 · 2:31"),
+        (
+            "https://briefings.example/e?a=1&b=2",
+            "PyTorch · Mon 5 Oct 2026 · 2:31 · <https://briefings.example/e?a=1&amp;b=2|Episode>",
+        ),
+    ],
+)
+def test_unsafe_episode_urls_are_not_linked(renderer: Renderer, url: str, meta: str) -> None:
+    message = renderer.digest(episode(url=url, audio_url=None))
+    assert message["blocks"][1]["elements"][0]["text"] == meta
+    line = renderer.episode_line(episode(url=url))
+    assert ("<https://" in line) is url.startswith("https://briefings")
+
+
+def test_dates_follow_the_configured_timezone() -> None:
+    late = episode(published_at=datetime(2026, 10, 5, 23, 30, tzinfo=UTC))
+    meta_utc = Renderer().digest(late)["blocks"][1]["elements"][0]["text"]
+    meta_tokyo = Renderer(tz=ZoneInfo("Asia/Tokyo")).digest(late)["blocks"][1]["elements"][0][
+        "text"
+    ]
+    assert "Mon 5 Oct 2026" in meta_utc
+    assert "Tue 6 Oct 2026" in meta_tokyo
+
+
+def test_digest_text_is_readable_plain_text(renderer: Renderer) -> None:
+    text = renderer.digest_text(episode(headline=f"Fixes {EVIL}"))
+    assert text.splitlines()[0] == f"Fixes {EVIL}"
+    assert (
+        "PyTorch · Mon 5 Oct 2026 · 2:31 · Episode (https://briefings.example/pytorch/2026-10-05)"
+        in text
+    )
+    assert "• #199720 (https://github.com/pytorch/pytorch/pull/199720) Drafts" in text
+    assert "&amp;" not in text and "&lt;" not in text
+    assert "\nKey PRs\n" in text and "digest_prs" not in text
+    assert "\nand " not in text  # five PRs: no "and N more" line
+
+
+# -- thread replies ----------------------------------------------------------------------
+
+
+def test_thread_reply_lists_every_pr_and_the_transcript(renderer: Renderer) -> None:
+    replies = renderer.thread_reply(episode())
+    assert len(replies) == 1
+    reply = replies[0]
+    assert_valid(reply)
+    body = "\n".join(block["text"]["text"] for block in reply["blocks"])
+    assert body.startswith("*All 5 PRs in this episode*")
+    assert re.findall(r"\|#(\d+)>", body) == ["199720", "199721", "199726", "199714", "199687"]
+    assert "*Transcript excerpt*" in body
+    assert "Good morning, this is your PyTorch briefing.\n\nFirst, sharding." in body
+
+
+def test_thread_reply_is_empty_when_there_is_nothing_to_add(renderer: Renderer) -> None:
+    assert renderer.thread_reply(episode(pull_requests=(), transcript="")) == []
+
+
+def test_thread_reply_splits_over_messages_by_block_count() -> None:
+    # Long contexts force one section per PR or two: more than 50 blocks in all.
+    many = episode(pull_requests=tuple(pr(i, "word " * 290) for i in range(1, 400)), transcript="")
+    replies = Renderer().thread_reply(many)
+    assert len(replies) > 2
+    for reply in replies:
+        assert_valid(reply)
+    seen = [
+        n
+        for r in replies
+        for bl in r["blocks"]
+        for n in re.findall(r"\|#(\d+)>", bl["text"]["text"])
+    ]
+    assert seen == [str(i) for i in range(1, 400)]
+
+
+# -- lists -------------------------------------------------------------------------------
+
+
+def test_episode_line(renderer: Renderer) -> None:
+    assert renderer.episode_line(episode()) == (
+        "Mon 5 Oct 2026 · <https://briefings.example/pytorch/2026-10-05|All-Gather Showdown"
+        " and Stack-Aware Merges> · 2:31 · 5 PRs"
+    )
+    one = episode(pull_requests=(pr(1),), duration_seconds=None, url=None)
+    assert renderer.episode_line(one) == (
+        "Mon 5 Oct 2026 · All-Gather Showdown and Stack-Aware Merges · 1 PR"
+    )
+
+
+def test_episode_line_accepts_recap_episodes(renderer: Renderer) -> None:
+    recap = RecapEpisode(
+        show="PyTorch",
+        guid="g",
+        headline="Compiler Parity Push",
+        url="https://briefings.example/p",
+        published_at=datetime(2026, 10, 2, 13, 0, tzinfo=UTC),
+        duration_seconds=3723,
+    )
+    assert renderer.episode_line(recap) == (
+        "Fri 2 Oct 2026 · <https://briefings.example/p|Compiler Parity Push> · 1:02:03"
+    )
+
+
+def test_episode_list_caps_at_twenty_lines(renderer: Renderer) -> None:
+    start = datetime(2026, 10, 5, tzinfo=UTC)
+    episodes = [
+        episode(guid=f"g{i}", headline=f"Episode {i}", published_at=start - timedelta(days=i))
+        for i in range(25)
+    ]
+    message = renderer.episode_list(episodes, "Recent PyTorch episodes")
+    assert_valid(message)
+    assert message["blocks"][0]["text"]["text"] == "Recent PyTorch episodes"
+    lines = "\n".join(bl["text"]["text"] for bl in message["blocks"][1:]).split("\n")
+    assert len(lines) == 21
+    assert lines[0].startswith(
+        "Mon 5 Oct 2026 · <https://briefings.example/pytorch/2026-10-05|Episode 0>"
+    )
+    assert lines[-1] == "_and 5 more_"
+
+
+@pytest.mark.parametrize(
+    ("empty", "expected"),
+    [
+        (None, "No episodes yet."),
+        ("Nothing matches <!here> & co.", "Nothing matches &lt;!here&gt; &amp; co."),
+    ],
+)
+def test_episode_list_empty(renderer: Renderer, empty: str | None, expected: str) -> None:
+    message = renderer.episode_list([], "Search: <!channel>", empty=empty)
+    assert_valid(message)
+    assert message["blocks"][0]["text"]["text"] == "Search: <!channel>"
+    assert message["blocks"][1]["text"]["text"] == expected
+    assert message["text"] == "Search: &lt;!channel&gt;"
+
+
+# -- templates ---------------------------------------------------------------------------
+
+
+def test_template_override_from_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "digest.j2").write_text(
+        "<:text:>\nNew: {{ episode.headline }}\n"
+        "<:section:>\n:tada: *{{ episode.headline }}* — {{ episode.duration_seconds|duration }}\n"
+        "<:divider:>\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "list.j2").write_text("<:section:>\n*{{ title }}*: {{ episodes|length }}\n")
+    custom = Renderer(templates_dir=str(tmp_path))
+    message = custom.digest(episode(headline="Big <day>"))
+    assert_valid(message)
+    assert message["text"] == "New: Big &lt;day&gt;"
+    assert message["blocks"] == [
+        {
+            "type": "section",
+            "text": {"type": "mrkdwn", "text": ":tada: *Big &lt;day&gt;* — 2:31", "verbatim": True},
+        },
+        {"type": "divider"},
+    ]
+    # Without a <:text:> part the fallback is the first line of the message.
+    assert custom.episode_list([episode()], "<x>") == {
+        "text": "*&lt;x&gt;*: 1",
+        "blocks": [
+            {
+                "type": "section",
+                "text": {"type": "mrkdwn", "text": "*&lt;x&gt;*: 1", "verbatim": True},
+            }
+        ],
+    }
+    # Templates not overridden still come from the package.
+    assert custom.thread_reply(episode())[0]["blocks"][0]["type"] == "section"
+    assert Renderer().digest(episode())["blocks"][0]["type"] == "header"
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "error"),
+    [
+        ("digest.j2", "{{ episode.no_such_field }}", "template digest.j2: 'digests.models.Episode"),
+        ("digest.j2", "\n{% if %}", "template digest.j2, line 2: Expected an expression"),
+        ("digest.j2", "<:bogus:>\n", "template digest.j2: unknown part <:bogus:>"),
+        ("digest.j2", "{% include 'nope.j2' %}", "template digest.j2: nope.j2 not found"),
+        ("common.j2", "{% macro meta(e) %}{{ e.show }", "template common.j2, line 1: "),
+    ],
+)
+def test_broken_override_is_a_config_error(
+    tmp_path: Path, name: str, source: str, error: str
+) -> None:
+    (tmp_path / name).write_text(source, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        Renderer(templates_dir=tmp_path).digest(episode())
+    assert str(info.value).startswith(error)
+    assert "\n" not in str(info.value)
+
+
+def test_bundled_templates_do_not_depend_on_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert Renderer().digest(episode())["blocks"][0]["type"] == "header"
+
+
+def test_a_feed_cannot_forge_a_layout_marker(renderer: Renderer) -> None:
+    sneaky = episode(summary="line one\n<:actions:>\ndigest_prs Click me", headline="<:divider:>")
+    message = renderer.digest(sneaky, buttons=False)
+    assert_valid(message)
+    assert [bl["type"] for bl in message["blocks"]] == [
+        "header",
+        "context",
+        "section",
+        "section",
+        "context",
+    ]
+    assert message["blocks"][0]["text"]["text"] == "<:divider:>"
+    assert "&lt;:actions:&gt;" in message["blocks"][2]["text"]["text"]
+
+
+def test_random_hostile_episodes_always_render_valid(renderer: Renderer) -> None:
+    rng = random.Random(11)
+    pieces = [
+        "<!channel>",
+        "<@U1>",
+        "&",
+        "<",
+        ">",
+        "|",
+        "*",
+        "_",
+        "\n",
+        "\r\n",
+        " ",
+        "word",
+        "é",
+        "🙂",
+    ]
+
+    def junk(n: int) -> str:
+        return "".join(rng.choice(pieces) for _ in range(rng.randint(0, n)))
+
+    for _ in range(40):
+        hostile = episode(
+            show=junk(5) or "S",
+            headline=junk(120),
+            summary=junk(2500),
+            pull_requests=tuple(pr(i, junk(300)) for i in range(rng.randint(0, 60))),
+            nearby=tuple(junk(40) for _ in range(rng.randint(0, 12))),
+            transcript=junk(2000),
+            duration_seconds=rng.choice([None, 0, 59, 151, 3723]),
+        )
+        for message in [
+            renderer.digest(hostile),
+            *renderer.thread_reply(hostile),
+            renderer.episode_list([hostile] * 3, junk(200) or "t"),
+        ]:
+            assert_valid(message)

@@ -1,0 +1,166 @@
+"""bot.scheduler: the jobs it builds, and the clock running for real against the fakes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from bot.delivery import Deliverer
+from bot.scheduler import build_scheduler, deliverer_of, run_clock
+from config.settings import ScheduleConfig, Settings, ShowConfig
+from digests.fetch import make_http_client
+from digests.store import Store
+from tests.feedserver import FeedServer
+from tests.fixtures.delivery import keys_in, rss, rss_item, slack_outbox
+from tests.slackfake import SlackFake
+
+TEAM = "T1"
+NOW = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)
+
+
+def settings_for(*feeds: tuple[str, str], jitter: int = 0, **kw: object) -> Settings:
+    return Settings(
+        shows=[ShowConfig(name=name, feed=url) for name, url in feeds],
+        schedule=ScheduleConfig(poll_minutes=15, jitter_seconds=jitter),
+        team_id=TEAM,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with make_http_client(timeout=5.0) as client:
+        yield client
+
+
+async def test_one_poll_job_per_show_with_stable_ids(
+    store: Store, slack_fake: SlackFake, http: httpx.AsyncClient
+) -> None:
+    settings = settings_for(("PyTorch", "http://x/a"), ("Rust", "http://x/b"), jitter=30)
+    for show in settings.shows:
+        store.ensure_show(show.name, show.feed, show.repo)
+    backoff_until = NOW + timedelta(hours=3)
+    store.save_fetch_state(
+        "Rust", replace(store.fetch_state("Rust"), failures=3, next_poll_at=backoff_until)
+    )
+    added: list[AsyncIOScheduler] = []
+    scheduler = build_scheduler(
+        settings, store, slack_outbox(slack_fake), http, now=NOW, extra_jobs=[added.append]
+    )
+    try:
+        jobs = {job.id: job for job in scheduler.get_jobs()}
+        assert sorted(jobs) == ["poll:PyTorch", "poll:Rust"]
+        for job in jobs.values():
+            assert job.coalesce is True and job.max_instances == 1
+            assert isinstance(job.trigger, IntervalTrigger)
+            assert job.trigger.interval == timedelta(minutes=15) and job.trigger.jitter == 30
+        assert jobs["poll:PyTorch"].next_run_time == NOW
+        assert jobs["poll:Rust"].next_run_time == backoff_until  # restart honours the backoff
+        assert added == [scheduler]
+        assert isinstance(deliverer_of(scheduler), Deliverer)
+        assert not scheduler.running
+    finally:
+        deliverer_of(scheduler).close()
+
+
+async def test_running_clock_posts_and_moves_the_next_run(
+    store: Store, slack_fake: SlackFake, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    good = feed_server.route("/good.xml", rss(rss_item(3), rss_item(2)))
+    bad = feed_server.route("/bad.xml", b"nope", status=503, headers={"Retry-After": "5400"})
+    settings = settings_for(("PyTorch", good), ("Broken", bad))
+    for show in settings.shows:
+        store.ensure_show(show.name, show.feed, show.repo)
+        store.subscribe(TEAM, "C1", show.name, source="config")
+    outbox = slack_outbox(slack_fake)
+    deliverer = Deliverer(store, outbox, per_channel_interval=0.0)
+    reports = []
+    scheduler = build_scheduler(
+        settings, store, outbox, http, deliverer=deliverer, on_report=reports.append
+    )
+    scheduler.start()
+    try:
+        for _ in range(200):
+            if len(reports) == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert len(reports) == 2
+        assert keys_in(slack_fake.messages("C1")) == ["PyTorch:pytorch-2026-10-03"]
+        broken = store.fetch_state("Broken")
+        assert broken.failures == 1 and broken.next_poll_at is not None
+        job = scheduler.get_job("poll:Broken")
+        assert job.next_run_time == broken.next_poll_at  # Retry-After 1.5 h, not 15 min
+        assert broken.next_poll_at - broken.last_polled_at == timedelta(seconds=5400)
+        fine = store.fetch_state("PyTorch")
+        assert scheduler.get_job("poll:PyTorch").next_run_time == fine.next_poll_at
+    finally:
+        scheduler.shutdown(wait=False)
+        deliverer.close()
+
+
+async def test_revoked_token_pauses_the_jobs(
+    store: Store, slack_fake: SlackFake, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    url = feed_server.route("/feed.xml", rss(rss_item(3)))
+    settings = settings_for(("PyTorch", url))
+    store.ensure_show("PyTorch", url, "pytorch/pytorch")
+    store.subscribe(TEAM, "C1", "PyTorch", source="config")
+    slack_fake.tokens.clear()
+    outbox = slack_outbox(slack_fake)
+    deliverer = Deliverer(store, outbox, per_channel_interval=0.0)
+    reports = []
+    scheduler = build_scheduler(
+        settings, store, outbox, http, deliverer=deliverer, on_report=reports.append
+    )
+    scheduler.start()
+    try:
+        for _ in range(200):
+            if reports:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)
+        assert reports and reports[0].fatal
+        assert scheduler.get_job("poll:PyTorch").next_run_time is None  # paused
+        assert slack_fake.messages("C1") == []
+    finally:
+        scheduler.shutdown(wait=False)
+        deliverer.close()
+
+
+async def test_run_clock_until_stopped(
+    db_url: str, slack_fake: SlackFake, feed_server: FeedServer
+) -> None:
+    url = feed_server.route("/feed.xml", rss(rss_item(3), rss_item(2)))
+    settings = Settings(
+        shows=[ShowConfig(name="PyTorch", feed=url)],
+        channels=[{"id": "C0CLOCK01", "shows": ["PyTorch"]}],  # type: ignore[list-item]
+        database_url=db_url,
+        slack_bot_token=slack_fake.token,
+        slack_api_url=slack_fake.api_url,
+    )
+    stop = asyncio.Event()
+    clock = asyncio.create_task(run_clock(settings, stop=stop))
+    try:
+        for _ in range(200):
+            if slack_fake.messages("C0CLOCK01") or clock.done():
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await asyncio.wait_for(clock, 30)
+    assert keys_in(slack_fake.messages("C0CLOCK01")) == ["PyTorch:pytorch-2026-10-03"]
+    post = slack_fake.calls_to("chat.postMessage")[0]
+    assert post.token == slack_fake.token
+    check = Store.open(db_url)
+    try:
+        subs = check.subscriptions(channel_id="C0CLOCK01")
+        assert [(s.team_id, s.source) for s in subs] == [("T0TEST", "config")]
+    finally:
+        check.close()

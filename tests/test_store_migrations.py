@@ -1,0 +1,196 @@
+"""Migrations from empty, schema agreement, and sharing one database between stores."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from digests.models import Episode
+from digests.store import Store
+from digests.store.schema import include_object, metadata
+from tests.fixtures.store import SAMPLE_NOW
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLES = {"shows", "episodes", "episode_prs", "subscriptions", "deliveries"}
+
+
+def alembic_config() -> Config:
+    config = Config()
+    config.set_main_option(
+        "script_location", str(resources.files("digests.store").joinpath("migrations"))
+    )
+    return config
+
+
+def head() -> str | None:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def test_migrates_an_empty_database_to_head(db_url: str) -> None:
+    store = Store.open(db_url)
+    try:
+        with store.engine.connect() as conn:
+            tables = set(sa.inspect(conn).get_table_names())
+            current = MigrationContext.configure(conn).get_current_revision()
+            uniques = {
+                tuple(u["column_names"])
+                for u in sa.inspect(conn).get_unique_constraints("deliveries")
+            }
+        assert tables >= TABLES
+        assert current == head() == "0001"
+        assert ("team_id", "channel_id", "kind", "key") in uniques
+    finally:
+        store.close()
+
+
+def test_migration_matches_schema_module(store: Store) -> None:
+    with store.engine.connect() as conn:
+        context = MigrationContext.configure(
+            conn, opts={"include_object": include_object, "compare_type": True}
+        )
+        diffs = compare_metadata(context, metadata)
+    assert diffs == []
+
+
+def test_migrate_again_keeps_data(db_url: str) -> None:
+    first = Store.open(db_url)
+    try:
+        first.subscribe("T1", "C1", "PyTorch")
+    finally:
+        first.close()
+    again = Store.open(db_url)
+    try:
+        again.migrate()
+        assert [s.channel_id for s in again.subscriptions()] == ["C1"]
+    finally:
+        again.close()
+
+
+def test_downgrade_to_base_and_up_again(store: Store) -> None:
+    config = alembic_config()
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "base")
+        assert not set(sa.inspect(conn).get_table_names()) & TABLES
+    store.migrate()
+    store.subscribe("T1", "C1", "PyTorch")
+    assert len(store.subscriptions()) == 1
+
+
+def test_stores_opened_together_both_succeed(db_url: str) -> None:
+    opened: list[Store] = []
+    errors: list[BaseException] = []
+
+    def open_one() -> None:
+        try:
+            opened.append(Store.open(db_url))
+        except BaseException as error:  # pragma: no cover - reported by the assert below
+            errors.append(error)
+
+    threads = [threading.Thread(target=open_one) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert errors == []
+        assert len(opened) == 3
+        opened[0].subscribe("T1", "C1", "PyTorch")
+        assert len(opened[2].subscriptions()) == 1
+    finally:
+        for store in opened:
+            store.close()
+
+
+def test_another_process_with_the_url_sees_the_same_data(
+    store: Store, db_url: str, sample_episodes: list[Episode]
+) -> None:
+    store.upsert_episodes(sample_episodes, SAMPLE_NOW)
+    script = (
+        "import json, sys\n"
+        "from digests.store import Store\n"
+        "s = Store.open(sys.argv[1])\n"
+        "print(json.dumps([e.guid for e in s.recent(2)]))\n"
+        "s.close()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, db_url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(done.stdout) == ["pytorch-2026-10-05", "rust-2026-10-04"]
+
+
+def test_deliveries_table_enforces_one_row_per_key(store: Store) -> None:
+    now = datetime(2026, 10, 5, tzinfo=UTC)
+    row = {
+        "team_id": "T1",
+        "channel_id": "C1",
+        "kind": "episode",
+        "key": "PyTorch/g1",
+        "updated_at": now,
+        "created_at": now,
+    }
+    deliveries = metadata.tables["deliveries"]
+    with store.engine.begin() as conn:
+        conn.execute(sa.insert(deliveries).values(row))
+    with pytest.raises(sa.exc.IntegrityError), store.engine.begin() as conn:
+        conn.execute(sa.insert(deliveries).values(row))
+    with store.engine.connect() as conn:
+        state, attempts = conn.execute(sa.select(deliveries.c.state, deliveries.c.attempts)).one()
+    assert (state, attempts) == ("pending", 0)
+
+
+def test_concurrent_pollers_store_each_episode_once(db_url: str) -> None:
+    """Several writers upserting the same feed at once: one row each, 'new' reported once."""
+    stores = [Store.open(db_url) for _ in range(4)]
+    batch = [
+        Episode(
+            guid=f"g{n}",
+            show="PyTorch",
+            title=f"PyTorch: E{n}",
+            headline=f"E{n}",
+            published_at=datetime(2026, 1, 1, n % 24, tzinfo=UTC),
+        )
+        for n in range(300)
+    ]
+    statuses: list[str] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(stores))
+
+    def poll(store: Store) -> None:
+        try:
+            start.wait()
+            statuses.extend(r.status for r in store.upsert_episodes(batch, SAMPLE_NOW))
+        except BaseException as error:  # pragma: no cover - reported by the assert below
+            errors.append(error)
+
+    threads = [threading.Thread(target=poll, args=(store,)) for store in stores]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert statuses.count("new") == len(batch)
+        assert statuses.count("unchanged") == len(batch) * (len(stores) - 1)
+        assert stores[0].count_episodes() == len(batch)
+    finally:
+        for store in stores:
+            store.close()
