@@ -155,6 +155,10 @@ class SlackOutbox:
 
     a blind retry of ``chat.postMessage`` inside slack_sdk could double-post behind the
     ledger's back, so the deliverer retries itself, knowing what each failure means.
+
+    Both clients share one aiohttp session (``share_session``, on first use inside the
+    loop): without one, slack_sdk opens and closes a session — and a connection — per
+    call, which halves the throughput of a fan-out.
     """
 
     def __init__(
@@ -163,10 +167,26 @@ class SlackOutbox:
         post_client: AsyncWebClient | None = None,
         *,
         history_pages: int = 5,
+        share_session: bool = True,
+        max_connections: int = 100,
     ) -> None:
         self.client = client
         self.post_client = post_client or client
         self.history_pages = history_pages
+        self._share = share_session
+        self._max_connections = max_connections
+        self._session: aiohttp.ClientSession | None = None
+
+    def _ready(self) -> None:
+        if not self._share or self._session is not None:
+            return
+        if self.client.session is not None or self.post_client.session is not None:
+            self._share = False  # the caller brought its own
+            return
+        connector = aiohttp.TCPConnector(limit=self._max_connections)
+        self._session = aiohttp.ClientSession(connector=connector)
+        self.client.session = self._session
+        self.post_client.session = self._session
 
     @classmethod
     def from_settings(cls, settings: Settings, *, timeout: int = 10) -> SlackOutbox:
@@ -199,6 +219,7 @@ class SlackOutbox:
             kwargs["blocks"] = message["blocks"]
         if thread_ts:
             kwargs["thread_ts"] = thread_ts
+        self._ready()
         try:
             response = await self.post_client.chat_postMessage(**kwargs)
         except Exception as exc:
@@ -209,6 +230,7 @@ class SlackOutbox:
         kwargs: dict[str, Any] = {"channel": channel, "ts": ts, "text": message.get("text", "")}
         if message.get("blocks"):
             kwargs["blocks"] = message["blocks"]
+        self._ready()
         try:
             await self.post_client.chat_update(**kwargs)
         except Exception as exc:
@@ -220,6 +242,7 @@ class SlackOutbox:
         found: dict[str, str] = {}
         cursor: str | None = None
         method = "conversations.replies" if thread_ts else "conversations.history"
+        self._ready()
         for _ in range(self.history_pages):
             kwargs: dict[str, Any] = {
                 "channel": channel,
@@ -246,13 +269,11 @@ class SlackOutbox:
         return found
 
     async def close(self) -> None:
-        for client in {
-            id(self.client): self.client,
-            id(self.post_client): self.post_client,
-        }.values():
-            session = getattr(client, "session", None)
-            if session is not None and not session.closed:
-                await session.close()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+            self.client.session = None
+            self.post_client.session = None
 
 
 def readable(message: Message) -> str:

@@ -196,7 +196,7 @@ def _iso(value: str) -> datetime | None:
     except ValueError:
         pass
     try:
-        return isodate.parse_datetime(value)  # type: ignore[no-any-return]
+        return isodate.parse_datetime(value)
     except (isodate.ISO8601Error, ValueError, OverflowError):
         pass
     try:
@@ -208,7 +208,12 @@ def _iso(value: str) -> datetime | None:
     return None
 
 
-_MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1
+    )
+}
 # "Mon, 05 Oct 2026 13:00:40 GMT" / "+0200": what nearly every feed writes.
 _RFC822_FAST = re.compile(
     r"(?:[A-Za-z]{3},\s*)?(\d{1,2})\s+([A-Za-z]{3})\s+(\d{4})\s+(\d{2}):(\d{2})(?::(\d{2}))?"

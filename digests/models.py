@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from datetime import UTC, date, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -44,9 +43,7 @@ class Episode(_Frozen):
 
     def content_hash(self) -> str:
         """Fingerprint of what a reader sees; a change means the posted digest is stale."""
-        payload = self.model_dump(mode="json", exclude={"guid", "show"})
-        blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()
+        return hashlib.sha256(self.model_dump_json(exclude={"guid", "show"}).encode()).hexdigest()
 
     def to_json(self) -> dict[str, object]:
         return self.model_dump(mode="json")

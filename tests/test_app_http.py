@@ -115,7 +115,7 @@ def test_healthz_ok_when_the_store_answers(slack_app: RunningApp) -> None:
 
 
 def test_healthz_503_when_the_store_is_unreachable(slack_fake: SlackFake) -> None:
-    settings = make_settings(slack_fake)
+    settings = make_settings(slack_fake.api_url, slack_fake.token)
     # Nothing listens on port 1: the engine is built, every connection is refused.
     dead = Store("postgresql+psycopg://postgres@127.0.0.1:1/none?connect_timeout=2")
     app = build_app(settings, dead, Renderer())
@@ -392,7 +392,7 @@ def test_help_and_unknown_words(slack_app: RunningApp, text: str) -> None:
 def test_empty_archive_says_so(slack_app: RunningApp, slack_fake: SlackFake) -> None:
     # A second app over an empty store: the same command, an honest answer.
     empty = Store.open("sqlite://")
-    settings = make_settings(slack_fake)
+    settings = make_settings(slack_fake.api_url, slack_fake.token)
     app = build_app(settings, empty, Renderer())
     server = AppServer(settings, build_asgi(app, empty)).start()
     from tests.fixtures.app import SlackSender

@@ -41,8 +41,12 @@ def test_share_posts_the_same_blocks_in_channel(slack_app: RunningApp, text: str
     sender, fake = slack_app.sender, slack_app.fake
     original = sender.slash(text).json()
     url = fake.response_url()
-    acked(sender.block_action("episodes_share", share_of(original), response_url=url, ephemeral=True))
-    posted, deleted = wait_for(lambda: fake.responses(url) if len(fake.responses(url)) >= 2 else None)
+    acked(
+        sender.block_action("episodes_share", share_of(original), response_url=url, ephemeral=True)
+    )
+    posted, deleted = wait_for(
+        lambda: fake.responses(url) if len(fake.responses(url)) >= 2 else None
+    )
     assert posted["response_type"] == "in_channel"
     assert posted["replace_original"] is False
     # Same blocks, minus our button, plus who shared it.
@@ -58,7 +62,9 @@ def test_share_keeps_digest_buttons(slack_app: RunningApp) -> None:
     url = slack_app.fake.response_url()
     slack_app.sender.block_action("episodes_share", share_of(original), response_url=url)
     posted = wait_for(lambda: slack_app.fake.responses(url))[0]
-    ids = [e["action_id"] for b in posted["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    ids = [
+        e["action_id"] for b in posted["blocks"] if b["type"] == "actions" for e in b["elements"]
+    ]
     assert ids == ["digest_prs", "digest_nearby"]
 
 

@@ -293,7 +293,9 @@ def test_build_episodes_newest_first_and_fields() -> None:
                 guid="new",
                 title="PyTorch:  New   one",
                 published="2026-10-05T15:00:40+02:00",
-                description="Summary names PR 3.  It explains recent repository work in plain language.",
+                description=(
+                    "Summary names PR 3.  It explains recent repository work in plain language."
+                ),
                 transcript="Transcript names PR 4 and PR 3.\n\nThen PRs 5 and 6.",
                 duration="PT2M31S",
                 link="https://briefings.example/new",

@@ -12,7 +12,15 @@ from lxml import etree
 
 from digests.errors import FeedParseError
 from digests.models import ParsedSource, RawEntry
-from digests.parse.text import MAX_ENTRIES, MAX_TITLE, cap, element_text, squash, stable_guid, to_text
+from digests.parse.text import (
+    MAX_ENTRIES,
+    MAX_TITLE,
+    cap,
+    element_text,
+    squash,
+    stable_guid,
+    to_text,
+)
 
 ATOM_NS = "http://www.w3.org/2005/Atom"
 _ATOM = "{" + ATOM_NS + "}"
@@ -32,7 +40,7 @@ _NS_KIND = {
 }
 
 # (namespace kind, local name) → field. `None` kind: no namespace (plain RSS elements).
-_RSS_FIELDS = {
+_RSS_FIELDS: dict[tuple[str | None, str], str] = {
     (None, "title"): "title",
     (None, "link"): "link",
     (None, "guid"): "guid",
@@ -49,7 +57,7 @@ _RSS_FIELDS = {
     ("media", "content"): "media",
 }
 
-_ATOM_FIELDS = {
+_ATOM_FIELDS: dict[tuple[str | None, str], str] = {
     ("atom", "title"): "title",
     ("atom", "id"): "guid",
     ("atom", "link"): "atom_link",
@@ -233,7 +241,9 @@ def _atom_entry(entry: etree._Element, resolve: Callable[[object], str | None]) 
             if audio is None:
                 audio = _audio(child)
         elif field not in f:
-            f[field] = _atom_text(child) if field in ("title", "description", "content") else _text(child)
+            f[field] = (
+                _atom_text(child) if field in ("title", "description", "content") else _text(child)
+            )
     title = squash(f.get("title", ""))[:MAX_TITLE]
     guid = squash(f.get("guid", ""))[:MAX_TITLE] or None
     if not title and not guid:

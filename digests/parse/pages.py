@@ -72,9 +72,7 @@ class TextPage:
     def is_episode(self) -> bool:
         """A title plus some sign of an episode; random prose is not one."""
         signals = ("published", "duration", "audio_duration", "audio")
-        return bool(self.title) and (
-            any(self.meta.get(k) for k in signals) or self.has_transcript
-        )
+        return bool(self.title) and (any(self.meta.get(k) for k in signals) or self.has_transcript)
 
 
 def read_text_layout(text: str) -> TextPage:
@@ -267,7 +265,9 @@ def _scan_head(root: etree._Element) -> _Html:
     return found
 
 
-def read_html(root: etree._Element, source_url: str | None) -> tuple[str | None, RawEntry | None, str | None]:
+def read_html(
+    root: etree._Element, source_url: str | None
+) -> tuple[str | None, RawEntry | None, str | None]:
     """(show, entry or None, feed link the page advertises)."""
     head = _scan_head(root)
     body = root.find("body")

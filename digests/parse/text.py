@@ -22,11 +22,49 @@ _GITHUB_PULL = re.compile(r"^(?:https?://)?(?:www\.)?github\.com/[\w.-]+/[\w.-]+
 
 # Elements whose end is a paragraph break; everything else is inline.
 _BLOCK = frozenset(
-    "address article aside blockquote body dd details div dl dt fieldset figcaption figure "
-    "footer form h1 h2 h3 h4 h5 h6 header hr li main nav ol p pre section summary table "
-    "tbody thead tfoot tr ul".split()
+    [
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "body",
+        "dd",
+        "details",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hr",
+        "li",
+        "main",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "summary",
+        "table",
+        "tbody",
+        "thead",
+        "tfoot",
+        "tr",
+        "ul",
+    ]
 )
-_SKIP = frozenset("script style noscript template head title iframe object svg math".split())
+_SKIP = frozenset(
+    ["script", "style", "noscript", "template", "head", "title", "iframe", "object", "svg", "math"]
+)
 
 _local = threading.local()
 
@@ -82,8 +120,14 @@ def to_text(value: str | None) -> str:
 # without building a tree. Anything else (comments, scripts, tables, odd attributes, a
 # '<' that is not one of these tags) goes to lxml.html. The results are the same; tests
 # compare the two paths.
-_INLINE = "a|abbr|b|bdi|bdo|cite|code|data|del|dfn|em|i|ins|kbd|mark|q|s|samp|small|span|strong|sub|sup|time|u|var|wbr"
-_BLOCKS = "p|div|blockquote|h[1-6]|ul|ol|li|dl|dt|dd|section|article|header|footer|main|aside|figure|figcaption|hr|address|nav"
+_INLINE = (
+    "a|abbr|b|bdi|bdo|cite|code|data|del|dfn|em|i|ins|kbd|mark|q|s|samp|small|span|strong|"
+    "sub|sup|time|u|var|wbr"
+)
+_BLOCKS = (
+    "p|div|blockquote|h[1-6]|ul|ol|li|dl|dt|dd|section|article|header|footer|main|aside|"
+    "figure|figcaption|hr|address|nav"
+)
 _ATTRS = r"""(?:\s+[A-Za-z_:][-\w:.]*(?:\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s"'<>=`]+))?)*\s*/?"""
 _SIMPLE_TAG = re.compile(rf"<(/?)(?i:({_BLOCKS}|{_INLINE}|br))\b{_ATTRS}>")
 

@@ -124,7 +124,7 @@ class Store:
         """Create the engine (no connection yet). ``url`` is a SQLAlchemy URL."""
         try:
             parsed = make_url(url)
-        except sa_exc.ArgumentError as error:
+        except (sa_exc.ArgumentError, ValueError) as error:
             # Not echoed: a malformed URL may still carry a password.
             raise StoreError(
                 "invalid database URL (expected e.g. sqlite:///path/to/file.db or "
@@ -182,13 +182,10 @@ class Store:
         config = Config()
         script_location = resources.files("digests.store").joinpath("migrations")
         config.set_main_option("script_location", str(script_location))
-        # configparser interpolation treats % specially; escaped URLs contain it.
-        config.set_main_option(
-            "sqlalchemy.url", self._url.render_as_string(hide_password=False).replace("%", "%%")
-        )
         with self._tx("migrating the database") as conn:
             if self.dialect == "postgresql":
                 conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_MIGRATION_LOCK)))
+            # env.py migrates this very connection: no URL (nor password) goes into config.
             config.attributes["connection"] = conn
             command.upgrade(config, "head")
 

@@ -21,6 +21,7 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import aiohttp
 import sqlalchemy as sa
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -102,6 +103,7 @@ async def bare(
 ) -> float:
     """The same calls, same bound, no ledger and no pacing."""
     c = client(fake, retry=False)
+    c.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=100))
     sem = asyncio.Semaphore(bound)
 
     async def one(channel: str) -> None:

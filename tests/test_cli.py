@@ -1,0 +1,290 @@
+"""The command line, run as users run it: ``python -m bot …`` in a subprocess.
+
+Feeds come from the loopback feed server, Slack is the loopback fake, the store is the
+``db_url`` fixture (SQLite, and PostgreSQL where configured).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from slack_sdk.models.blocks import Block
+
+from tests.feedserver import FeedServer
+from tests.slackfake import SlackFake
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+EXAMPLE_FEED = ROOT / "config" / "example-feed.xml"
+
+BILLION_LAUGHS = b"""<?xml version="1.0"?>
+<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+<!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+<!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">]>
+<rss version="2.0"><channel><title>&lol4;</title></channel></rss>"""
+
+XXE = b"""<?xml version="1.0"?>
+<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>
+<rss version="2.0"><channel><title>PyTorch</title><item><title>&x;</title>
+<guid>x</guid><pubDate>Mon, 05 Oct 2026 13:00:40 GMT</pubDate></item></channel></rss>"""
+
+NEW_ITEM = b"""
+    <item>
+      <title>PyTorch: Precompile Groundwork</title>
+      <guid isPermaLink="false">pytorch-2026-10-06</guid>
+      <link>https://example.invalid/pytorch/2026-10-06</link>
+      <pubDate>Tue, 06 Oct 2026 13:00:00 GMT</pubDate>
+      <itunes:duration>PT3M2S</itunes:duration>
+      <description>Ahead-of-time compilation gets its first pieces; PR 199801 adds the cache.</description>
+    </item>"""
+
+
+def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> Any:
+    full = {**os.environ, **(env or {})}
+    for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"):
+        if env is None or name not in env:
+            full.pop(name, None)
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=cwd or ROOT,
+        timeout=120,
+    )
+
+
+def one_line_error(result: Any) -> str:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("digestbot: error: ")
+    return lines[0]
+
+
+def write_config(tmp_path: Path, feeds: dict[str, str], channels: str = "") -> Path:
+    shows = "".join(
+        f'[[shows]]\nname = "{name}"\nfeed = "{url}"\nrepo = "pytorch/pytorch"\n\n'
+        for name, url in feeds.items()
+    )
+    default_channels = "".join(
+        f'[[channels]]\nid = "C0{i}CHANNEL"\nshows = ["{name}"]\n\n' for i, name in enumerate(feeds)
+    )
+    path = tmp_path / "digestbot.toml"
+    path.write_text(f'timezone = "UTC"\n\n{shows}{channels or default_channels}')
+    return path
+
+
+# -- parse ------------------------------------------------------------------------------------
+
+
+def test_parse_json_from_a_feed_url(feed_server: FeedServer) -> None:
+    url = feed_server.route("/feed.xml", EXAMPLE_FEED.read_bytes(), etag='"v1"')
+    result = cli("parse", url, "--json")
+    assert result.returncode == 0, result.stderr
+    episodes = json.loads(result.stdout)
+    assert [e["guid"] for e in episodes][:2] == ["pytorch-2026-10-05", "pytorch-2026-10-02"]
+    first = episodes[0]
+    expected_keys = {
+        "guid", "show", "title", "headline", "summary", "published_at", "duration_seconds",
+        "url", "audio_url", "pull_requests", "nearby",
+    }  # fmt: skip
+    assert expected_keys <= set(first)
+    assert first["show"] == "PyTorch"
+    assert first["headline"] == "All-Gather Showdown and Stack-Aware Merges"
+    assert first["title"].startswith("PyTorch: ")
+    assert first["published_at"] == "2026-10-05T13:00:40Z"
+    assert first["duration_seconds"] == 151
+    numbers = [pr["number"] for pr in first["pull_requests"]]
+    assert numbers == [199720, 199721, 199726, 199714, 199716, 199715, 199687]
+    assert first["pull_requests"][0]["url"] == "https://github.com/pytorch/pytorch/pull/199720"
+    assert "199720, 199721 and 199726" in first["pull_requests"][0]["context"]
+    durations = [e["duration_seconds"] for e in episodes]
+    assert durations == [151, 182, 251, 251]
+
+
+@pytest.mark.parametrize("page", ["page-bullets.txt", "page-dashes.txt", "page-jsonld.html"])
+def test_parse_json_from_episode_pages(page: str) -> None:
+    result = cli("parse", str(DATA / page), "--json")
+    assert result.returncode == 0, result.stderr
+    (episode,) = json.loads(result.stdout)
+    assert episode["show"] == "PyTorch"
+    assert episode["duration_seconds"] and episode["duration_seconds"] > 0
+    assert episode["published_at"].endswith("Z") or episode["published_at"].endswith("+00:00")
+    assert episode["headline"] and not episode["headline"].startswith("PyTorch:")
+
+
+def test_parse_the_real_samples_when_present() -> None:
+    samples = ROOT.parent / "shared" / "samples"
+    if not samples.is_dir():
+        pytest.skip("shared/samples is not beside this checkout")
+    result = cli("parse", str(samples / "episode-page-2026-10-05.txt"), "--json")
+    assert result.returncode == 0, result.stderr
+    (episode,) = json.loads(result.stdout)
+    assert episode["duration_seconds"] == 151
+    assert [pr["number"] for pr in episode["pull_requests"]][:3] == [199720, 199721, 199726]
+    assert len(episode["nearby"]) == 8
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "needle"),
+    [
+        ("broken.xml", b"<rss><channel><item><title>x", "malformed"),
+        ("image.png", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, "cannot parse"),
+        ("empty.xml", b"", "cannot parse"),
+    ],
+)
+def test_bad_sources_are_one_line_and_exit_2(
+    tmp_path: Path, name: str, body: bytes, needle: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(body)
+    line = one_line_error(cli("parse", str(path), "--json"))
+    assert needle in line
+    assert name in line
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "leak"), [("xxe.xml", XXE, "root:"), ("bomb.xml", BILLION_LAUGHS, "lollol")]
+)
+def test_entities_never_expand(tmp_path: Path, name: str, body: bytes, leak: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(body)
+    result = cli("parse", str(path), "--json")
+    # Refusing the document or parsing it without the entity are both safe; expanding is not.
+    assert leak not in result.stdout + result.stderr
+    if result.returncode != 0:
+        one_line_error(result)
+
+
+def test_missing_file_and_unreachable_url(feed_server: FeedServer) -> None:
+    assert "no such file" in one_line_error(cli("parse", "/nonexistent/feed.xml"))
+    line = one_line_error(cli("parse", feed_server.url("/missing.xml")))
+    assert "404" in line and "/missing.xml" in line
+
+
+# -- render -----------------------------------------------------------------------------------
+
+
+def test_render_blocks_is_valid_block_kit() -> None:
+    result = cli("render", str(EXAMPLE_FEED))
+    assert result.returncode == 0, result.stderr
+    message = json.loads(result.stdout)
+    assert "All-Gather Showdown" in message["text"]
+    assert 0 < len(message["blocks"]) <= 50
+    for block in message["blocks"]:
+        Block.parse(block).validate_json()  # type: ignore[union-attr]
+    assert "<https://github.com/pytorch/pytorch/pull/199720|#199720>" in result.stdout
+
+
+def test_render_a_chosen_episode_as_text() -> None:
+    result = cli("render", str(EXAMPLE_FEED), "--episode", "pytorch-2026-10-02", "--format", "text")
+    assert result.returncode == 0, result.stderr
+    assert "Compiler Parity Push" in result.stdout
+    assert "3:02" in result.stdout
+    assert "#199601" in result.stdout and "#199610" in result.stdout
+    assert "All-Gather" not in result.stdout
+    assert "unknown-guid" in one_line_error(
+        cli("render", str(EXAMPLE_FEED), "--episode", "unknown-guid")
+    )
+
+
+def test_render_escapes_hostile_titles(tmp_path: Path) -> None:
+    feed = EXAMPLE_FEED.read_text().replace(
+        "PyTorch: All-Gather Showdown", "PyTorch: &lt;!channel&gt; &amp; &lt;https://evil|win&gt;"
+    )
+    path = tmp_path / "hostile.xml"
+    path.write_text(feed)
+    result = cli("render", str(path))
+    assert result.returncode == 0, result.stderr
+    message = json.loads(result.stdout)
+    # plain_text is shown literally by Slack; everything parsed as mrkdwn must be escaped.
+    mrkdwn = [message["text"]] + [
+        json.dumps(block) for block in message["blocks"] if block["type"] != "header"
+    ]
+    assert all("<!channel>" not in part and "<https://evil" not in part for part in mrkdwn)
+    assert "&lt;!channel&gt;" in message["text"]
+
+
+# -- run --once -------------------------------------------------------------------------------
+
+
+def test_run_once_on_embedded_defaults_prints_what_it_would_post(tmp_path: Path) -> None:
+    env = {"DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+    env.pop("DIGESTBOT_CONFIG", None)
+    first = cli("run", "--once", env={**env, "DIGESTBOT_CONFIG": ""}, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "would post to #C0EXAMPLE01" in first.stdout
+    assert "All-Gather Showdown" in first.stdout
+    # Backfill 1: only the newest episode, never the archive.
+    assert "Compiler Parity Push" not in first.stdout
+    second = cli("run", "--once", env={**env, "DIGESTBOT_CONFIG": ""}, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert "would post" not in second.stdout
+
+
+def test_run_once_posts_new_episodes_once_and_survives_a_broken_feed(
+    tmp_path: Path, feed_server: FeedServer, slack_fake: SlackFake, db_url: str
+) -> None:
+    good = feed_server.route("/pytorch.xml", EXAMPLE_FEED.read_bytes(), etag='"v1"')
+    broken = feed_server.route("/broken.xml", b"<rss><channel><item>", etag='"b1"')
+    config = write_config(tmp_path, {"PyTorch": good, "Broken": broken})
+    env = {
+        "DIGESTBOT_CONFIG": str(config),
+        "DATABASE_URL": db_url,
+        "SLACK_BOT_TOKEN": "xoxb-test",
+        "SLACK_API_URL": slack_fake.api_url,
+    }
+    first = cli("run", "--once", env=env)
+    assert first.returncode == 0, first.stderr
+    posts = [m for m in slack_fake.messages("C00CHANNEL") if not m.get("thread_ts")]
+    assert [p["text"] for p in posts] == [posts[0]["text"]]
+    assert "All-Gather Showdown" in posts[0]["text"]
+    assert slack_fake.messages("C01CHANNEL") == []  # the broken show's channel got nothing yet
+
+    rss = EXAMPLE_FEED.read_bytes().replace(b"<channel>", b"<channel>" + NEW_ITEM, 1)
+    feed_server.route("/pytorch.xml", rss, etag='"v2"')
+    second = cli("run", "--once", env=env)
+    assert second.returncode == 0, second.stderr
+    third = cli("run", "--once", env=env)
+    assert third.returncode == 0, third.stderr
+    posts = [m for m in slack_fake.messages("C00CHANNEL") if not m.get("thread_ts")]
+    texts = [p["text"] for p in posts]
+    assert len(texts) == 2, texts
+    assert sum("Precompile Groundwork" in t for t in texts) == 1
+    assert feed_server.requests_to("/pytorch.xml")[-1].header("If-None-Match") == '"v2"'
+
+
+def test_run_once_with_a_bad_config_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('[schedule]\nrecap = "whenever"\n')
+    line = one_line_error(cli("run", "--once", env={"DIGESTBOT_CONFIG": str(path)}))
+    assert "schedule.recap" in line and str(path) in line
+
+
+# -- recap ------------------------------------------------------------------------------------
+
+
+def test_recap_of_a_week_as_text_and_blocks(tmp_path: Path) -> None:
+    env = {"DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "DIGESTBOT_CONFIG": ""}
+    assert cli("run", "--once", env=env, cwd=tmp_path).returncode == 0
+    text = cli("recap", "--week", "2026-W40", "--format", "text", env=env, cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert "week 40" in text.stdout
+    for headline in ("Compiler Parity Push", "Distributed Hang Fixes", "Memory Optimization"):
+        assert headline in text.stdout
+    blocks = cli("recap", "--week", "2026-W40", env=env, cwd=tmp_path)
+    assert blocks.returncode == 0, blocks.stderr
+    message = json.loads(blocks.stdout)
+    assert len(message["blocks"]) <= 50
+    for block in message["blocks"]:
+        Block.parse(block).validate_json()  # type: ignore[union-attr]
+    assert "2026-W99" in one_line_error(cli("recap", "--week", "2026-W99", env=env, cwd=tmp_path))
+    assert "--channel" in one_line_error(cli("recap", "--post", env=env, cwd=tmp_path))

@@ -1,0 +1,530 @@
+"""Parsing feeds and episode pages: formats, layouts, detection by content, hostile input."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+from digests.errors import FeedParseError
+from digests.extract import build_episodes
+from digests.models import Episode, ParsedSource
+from digests.parse import parse_bytes
+from digests.parse.text import MAX_ENTRIES, MAX_TEXT
+
+DATA = Path(__file__).parent / "data"
+SAMPLES = Path(__file__).resolve().parents[1] / ".." / "shared" / "samples"
+REPO = "pytorch/pytorch"
+
+
+def parse_file(name: str, source: str | None = None) -> ParsedSource:
+    return parse_bytes((DATA / name).read_bytes(), source or name)
+
+
+def episodes_of(parsed: ParsedSource) -> list[Episode]:
+    return build_episodes(parsed, "PyTorch", REPO)
+
+
+def numbers(episode: Episode) -> list[int]:
+    return [r.number for r in episode.pull_requests]
+
+
+def rss(items: str, ns: str = "http://www.itunes.com/dtds/podcast-1.0.dtd") -> bytes:
+    return (
+        '<?xml version="1.0"?><rss version="2.0" '
+        f'xmlns:itunes="{ns}" xmlns:content="http://purl.org/rss/1.0/modules/content/">'
+        f"<channel><title>PyTorch</title>{items}</channel></rss>"
+    ).encode()
+
+
+# ---------------------------------------------------------------- RSS
+
+
+def test_rss_feed() -> None:
+    parsed = parse_file("feed-rss.xml")
+    assert parsed.kind == "rss"
+    assert parsed.show_title == "PyTorch"
+    # Five items, one with neither title nor guid: skipped, the rest kept.
+    assert len(parsed.entries) == 4
+    episodes = episodes_of(parsed)
+    assert [e.headline for e in episodes] == [
+        "All-Gather Showdown and Stack-Aware Merges",
+        "Compiler Parity Push",
+        "Distributed Hang Fixes and Compiler Hardening",
+        "Memory Optimization Revolution",
+    ]
+    newest, parity, hangs, memory = episodes
+    assert newest.guid == "pt-2026-10-05"
+    assert newest.duration_seconds == 151
+    assert newest.audio_url == "https://briefings.example/audio/2026-10-05.mp3"
+    # Inline podcast:transcript counts as the transcript; a link to another repo keeps it.
+    assert [(r.number, r.url) for r in newest.pull_requests] == [
+        (199720, "https://github.com/pytorch/pytorch/pull/199720"),
+        (199721, "https://github.com/pytorch/pytorch/pull/199721"),
+        (199726, "https://github.com/pytorch/pytorch/pull/199726"),
+        (199734, "https://github.com/pytorch/pytorch/pull/199734"),
+        (8812, "https://github.com/pytorch/vision/pull/8812"),
+    ]
+    # HTML description → plain text; +0200 offset → UTC; "3:02" → 182 s.
+    assert (
+        parity.summary
+        == "The compiler narrows the gap with eager mode. Windows tests & flaky guards get fixed."
+    )
+    assert parity.published_at == datetime(2026, 10, 2, 13, 2, 11, tzinfo=UTC)
+    assert parity.duration_seconds == 182
+    assert parity.transcript.split("\n\n") == [
+        "With 23 commits in, parity is the word. PR 199601 keeps strides identical to eager mode.",
+        "And PR #199610 stops a guard from recompiling on every call.",
+    ]
+    assert numbers(parity) == [199601, 199610]
+    # No guid: the link stands in. No guid and no link: a stable hash.
+    assert hangs.guid == "https://briefings.example/pytorch/2026-10-01"
+    assert hangs.duration_seconds == 251
+    assert numbers(hangs) == [199512]
+    assert memory.guid.startswith("sha1:")
+    assert memory.guid == episodes_of(parse_file("feed-rss.xml"))[3].guid
+    assert memory.published_at == datetime(2026, 9, 30, 13, 1, tzinfo=UTC)
+
+
+def test_bundled_example_feed_parses() -> None:
+    example = Path(__file__).resolve().parents[1] / "config" / "example-feed.xml"
+    episodes = episodes_of(parse_bytes(example.read_bytes(), str(example)))
+    assert len(episodes) == 4
+    assert [e.duration_seconds for e in episodes] == [151, 182, 251, 251]
+    assert numbers(episodes[0]) == [199720, 199721, 199726, 199714, 199716, 199715, 199687]
+    assert numbers(episodes[2]) == [199512, 199530]
+
+
+@pytest.mark.parametrize(
+    "ns",
+    [
+        "http://www.itunes.com/dtds/podcast-1.0.dtd",
+        "http://www.itunes.com/DTDs/Podcast-1.0.dtd",
+        "https://www.itunes.com/dtds/podcast-1.0.dtd",
+        "HTTP://WWW.ITUNES.COM/DTDS/PODCAST-1.0.DTD",
+    ],
+)
+def test_itunes_namespace_is_matched_case_insensitively(ns: str) -> None:
+    item = (
+        "<item><title>PyTorch: A</title><guid>a</guid>"
+        "<itunes:duration>4:11</itunes:duration></item>"
+    )
+    (episode,) = episodes_of(parse_bytes(rss(item, ns), "feed"))
+    assert episode.duration_seconds == 251
+
+
+def test_foreign_namespace_duration_is_not_itunes() -> None:
+    item = "<item><title>A</title><guid>a</guid><itunes:duration>4:11</itunes:duration></item>"
+    (episode,) = episodes_of(parse_bytes(rss(item, "http://example.invalid/other"), "feed"))
+    assert episode.duration_seconds is None
+
+
+@pytest.mark.parametrize(
+    ("description", "expected"),
+    [
+        ("<p>One.</p><p>Two &amp; three.</p>", "One. Two & three."),
+        ("&lt;p&gt;Escaped &lt;b&gt;markup&lt;/b&gt;&lt;/p&gt;", "Escaped markup"),
+        ("Line<br>break<br/><br/>para", "Line break para"),
+        ("<ul><li>first</li><li>second</li></ul>", "- first - second"),
+        ("<script>alert(1)</script><style>p{}</style>Visible<!-- hidden -->", "Visible"),
+        ("a < b and c > d", "a < b and c > d"),
+        # Entity-encoded HTML is markup; doubly encoded text stays text (render escapes it).
+        ("&lt;b&gt;bold&lt;/b&gt; &amp;lt;!channel&amp;gt;", "bold <!channel>"),
+    ],
+)
+def test_html_in_descriptions_becomes_text(description: str, expected: str) -> None:
+    item = (
+        "<item><title>T</title><guid>g</guid>"
+        f"<description><![CDATA[{description}]]></description></item>"
+    )
+    (episode,) = episodes_of(parse_bytes(rss(item), "feed"))
+    assert episode.summary == expected
+
+
+def test_content_encoded_paragraphs_and_linked_pr_numbers() -> None:
+    content = (
+        '<p>Fixed by <a href="https://github.com/pytorch/pytorch/pull/4242">#4242</a>.</p>'
+        "<p>Second paragraph.</p>"
+    )
+    item = (
+        "<item><title>T</title><guid>g</guid>"
+        f"<content:encoded><![CDATA[{content}]]></content:encoded></item>"
+    )
+    (episode,) = episodes_of(parse_bytes(rss(item), "feed"))
+    assert episode.transcript == (
+        "Fixed by #4242 (https://github.com/pytorch/pytorch/pull/4242).\n\nSecond paragraph."
+    )
+    assert numbers(episode) == [4242]
+
+
+def test_bad_items_are_skipped_not_fatal() -> None:
+    items = (
+        "<item/>"
+        "<item><description>no title, no guid</description></item>"
+        "<item><guid>only-guid</guid></item>"
+        "<item><title>Nested <b>markup</b> in title</title><enclosure/><pubDate>junk</pubDate>"
+        "<itunes:duration>forever</itunes:duration></item>"
+        "<item><title>Good</title><guid>good</guid></item>"
+    )
+    parsed = parse_bytes(rss(items), "feed")
+    assert parsed.entries[0].guid == "only-guid"
+    assert [e.title for e in parsed.entries] == ["", "Nested markup in title", "Good"]
+    episodes = episodes_of(parsed)
+    assert len(episodes) == 3
+    nested = next(e for e in episodes if e.title == "Nested markup in title")
+    assert nested.duration_seconds is None
+    assert nested.audio_url is None
+
+
+def test_items_without_guid_get_stable_distinct_ids() -> None:
+    items = (
+        "<item><title>A</title><pubDate>Mon, 05 Oct 2026 13:00:40 GMT</pubDate></item>"
+        "<item><title>A</title><pubDate>Tue, 06 Oct 2026 13:00:40 GMT</pubDate></item>"
+        "<item><title>B</title><link>https://briefings.example/b</link></item>"
+    )
+    first = [e.guid for e in parse_bytes(rss(items), "feed").entries]
+    second = [e.guid for e in parse_bytes(rss(items), "feed").entries]
+    assert first == second
+    assert len(set(first)) == 3
+    assert first[2] == "https://briefings.example/b"
+
+
+def test_text_fields_and_entry_count_are_capped() -> None:
+    huge = "word " * (MAX_TEXT // 2)
+    item = f"<item><title>T</title><guid>g</guid><description>{huge}</description></item>"
+    (entry,) = parse_bytes(rss(item), "feed").entries
+    assert len(entry.description) <= MAX_TEXT
+    many = "".join(f"<item><guid>{i}</guid></item>" for i in range(MAX_ENTRIES + 25))
+    assert len(parse_bytes(rss(many), "feed").entries) == MAX_ENTRIES
+
+
+def test_rss_10_rdf_items_beside_the_channel() -> None:
+    data = b"""<?xml version="1.0"?>
+<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/">
+  <channel><title>PyTorch</title></channel>
+  <item><title>PyTorch: Old format</title><link>https://briefings.example/rdf</link>
+  <description>PR 5 lands.</description></item>
+</rdf:RDF>"""
+    parsed = parse_bytes(data, "feed")
+    assert parsed.kind == "rss"
+    (episode,) = episodes_of(parsed)
+    assert episode.headline == "Old format"
+    assert episode.guid == "https://briefings.example/rdf"
+    assert numbers(episode) == [5]
+
+
+def test_utf16_feed_with_bom() -> None:
+    text = rss("<item><title>Café ☕</title><guid>u</guid></item>").decode()
+    data = text.replace('<?xml version="1.0"?>', '<?xml version="1.0" encoding="UTF-16"?>')
+    (entry,) = parse_bytes(data.encode("utf-16"), "feed").entries
+    assert entry.title == "Café ☕"
+
+
+# ---------------------------------------------------------------- Atom
+
+
+def test_atom_feed() -> None:
+    parsed = parse_file("feed-atom.xml")
+    assert parsed.kind == "atom"
+    assert parsed.show_title == "PyTorch"
+    newest, parity = episodes_of(parsed)
+    assert newest.guid == "urn:example:pt:2026-10-05"
+    assert newest.url == "https://briefings.example/pytorch/2026-10-05"
+    assert newest.published_at == datetime(2026, 10, 5, 13, 0, 40, tzinfo=UTC)
+    assert numbers(newest) == [199720, 199721, 199726]
+    assert parity.published_at == datetime(2026, 10, 2, 13, 2, 11, tzinfo=UTC)
+    assert parity.summary == "Parity with eager mode, finally."
+    assert (
+        parity.transcript == "PR 199601 keeps strides as eager does.\n\nPR #199610 fixes a guard."
+    )
+    assert parity.audio_url == "https://briefings.example/audio/2026-10-02.mp3"
+    assert parity.duration_seconds == 182
+    assert numbers(parity) == [199601, 199610]
+
+
+def test_old_atom_namespace_is_refused_clearly() -> None:
+    data = b'<feed xmlns="http://purl.org/atom/ns#"><title>x</title></feed>'
+    with pytest.raises(FeedParseError, match="unsupported Atom"):
+        parse_bytes(data, "old.xml")
+
+
+# ---------------------------------------------------------------- pages
+
+
+@pytest.mark.parametrize("name", ["page-bullets.txt", "page-dashes.txt"])
+def test_text_page_layouts(name: str) -> None:
+    parsed = parse_file(name)
+    assert parsed.kind == "page-text"
+    assert parsed.show_title == "PyTorch"
+    (episode,) = episodes_of(parsed)
+    assert episode.title.startswith("PyTorch: ")
+    assert not episode.headline.startswith("PyTorch")
+    assert "developer briefing" not in episode.summary
+    assert "crawler" not in episode.transcript
+    assert episode.summary and "\n" not in episode.summary
+    assert len(episode.nearby) == 3
+    assert all(not t[0].isdigit() and not t.startswith("-") for t in episode.nearby)
+
+
+def test_text_page_bullets_layout_fields() -> None:
+    (episode,) = episodes_of(parse_file("page-bullets.txt"))
+    assert episode.published_at == datetime(2026, 3, 15, 10, 6, 54, tzinfo=UTC)
+    assert episode.duration_seconds == 251
+    # "March 15th" and "17 commits" are not PRs.
+    assert numbers(episode) == [176201, 176188, 176190]
+    assert episode.nearby[0] == "Complex Math Gets Smarter & Build Improvements"
+    assert episode.transcript.startswith("Welcome in. March 15th")
+    assert episode.transcript.count("\n\n") == 3
+
+
+def test_text_page_dashes_layout_fields() -> None:
+    (episode,) = episodes_of(parse_file("page-dashes.txt"))
+    assert episode.headline == "All-Gather Showdown and Stack-Aware Merges"
+    assert episode.published_at == datetime(2026, 10, 5, 13, 0, 40, tzinfo=UTC)
+    assert episode.duration_seconds == 151
+    assert numbers(episode) == [199720, 199721, 199726, 199714, 199716, 199715, 199734, 199687]
+    assert episode.pull_requests[6].context == "Together with PR 199734, which comments…"
+    assert episode.nearby[0] == "Weekly Recap - FSDP Contracts, MPS Speedups, and Compiler Fidelity"
+
+
+@pytest.mark.parametrize(
+    ("sample", "duration", "prs"),
+    [
+        ("episode-page-2026-03-15.txt", 251, []),
+        (
+            "episode-page-2026-10-05.txt",
+            151,
+            [199720, 199721, 199726, 199714, 199716, 199715, 199734, 199687, 199689, 199710],
+        ),
+    ],
+)
+def test_shared_samples(sample: str, duration: int, prs: list[int]) -> None:
+    path = SAMPLES / sample
+    if not SAMPLES.is_dir():
+        pytest.skip("../shared/samples is not present")
+    (episode,) = episodes_of(parse_bytes(path.read_bytes(), str(path)))
+    assert episode.show == "PyTorch"
+    assert episode.duration_seconds == duration
+    assert numbers(episode) == prs
+    assert len(episode.nearby) == 8
+    assert "crawler page" not in episode.transcript
+
+
+def test_html_page_with_json_ld() -> None:
+    parsed = parse_file("page-jsonld.html")
+    assert parsed.kind == "page-html"
+    assert parsed.show_title == "PyTorch"
+    (episode,) = episodes_of(parsed)
+    assert episode.title == "PyTorch: All-Gather Showdown and Stack-Aware Merges"
+    assert (
+        episode.summary == "Three all-gather designs compete & the merge bot handles whole stacks."
+    )
+    assert episode.published_at == datetime(2026, 10, 5, 13, 0, 40, tzinfo=UTC)
+    assert episode.duration_seconds == 151
+    assert episode.url == "https://briefings.example/pytorch/2026-10-05"
+    assert episode.guid == episode.url
+    assert episode.audio_url == "https://briefings.example/audio/2026-10-05.mp3"
+    assert numbers(episode) == [199720, 199721, 199726, 199687]
+    assert episode.nearby == (
+        "Compiler Parity Push",
+        "Distributed Hang Fixes and Compiler Hardening",
+    )
+
+
+def test_html_page_without_json_ld_uses_meta_and_layout() -> None:
+    (episode,) = episodes_of(parse_file("page-meta.html"))
+    assert episode.headline == "Compiler Parity Push"
+    assert (
+        episode.summary
+        == "The compiler narrows the gap with eager mode, and Windows tests stop flaking."
+    )
+    assert episode.published_at == datetime(2026, 10, 2, 13, 2, 11, tzinfo=UTC)
+    assert episode.duration_seconds == 182
+    assert episode.url == "https://briefings.example/pytorch/2026-10-02"
+    assert episode.audio_url == "https://briefings.example/audio/2026-10-02.mp3"
+    assert numbers(episode) == [199601, 199610]
+    assert "document.write" not in episode.transcript
+    assert "crawler" not in episode.transcript
+    assert episode.nearby == (
+        "All-Gather Showdown and Stack-Aware Merges",
+        "Memory Optimization Revolution",
+    )
+
+
+def test_html_page_json_ld_variants() -> None:
+    page = b"""<html><head><script type="application/ld+json">[
+      {"@type": ["PodcastEpisode"], "headline": "PyTorch: Listed",
+       "datePublished": "2026-10-05", "duration": "PT1H",
+       "associatedMedia": [{"contentUrl": "https://a.example/x.mp3"}],
+       "transcript": {"@type": "CreativeWork", "text": "PR 12 lands."}}]
+    </script><script type="application/ld+json">{not json</script></head><body></body></html>"""
+    (episode,) = episodes_of(parse_bytes(page, "https://site.example/ep"))
+    assert episode.headline == "Listed"
+    assert episode.duration_seconds == 3600
+    assert episode.audio_url == "https://a.example/x.mp3"
+    assert episode.url == "https://site.example/ep"
+    assert numbers(episode) == [12]
+
+
+# ---------------------------------------------------------------- detection by content
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "content_type", "kind"),
+    [
+        ("feed-rss.xml", "episode.html", "text/html", "rss"),
+        ("feed-atom.xml", "feed.rss", "application/rss+xml", "atom"),
+        ("page-dashes.txt", "feed.xml", "application/xml", "page-text"),
+        ("page-jsonld.html", "feed.xml", "text/plain", "page-html"),
+        ("page-meta.html", "page.txt", None, "page-html"),
+    ],
+)
+def test_kind_comes_from_content_not_name(
+    name: str, source: str, content_type: str | None, kind: str
+) -> None:
+    parsed = parse_bytes((DATA / name).read_bytes(), source, content_type)
+    assert parsed.kind == kind
+
+
+def test_content_type_charset_decodes_a_text_page() -> None:
+    text = (DATA / "page-dashes.txt").read_text().replace("…", "...")
+    text = text.replace("Good morning", "Grüße")
+    parsed = parse_bytes(text.encode("latin-1"), "p", "text/plain; charset=ISO-8859-1")
+    assert "Grüße" in parsed.entries[0].transcript
+
+
+def test_undeclared_legacy_encoding_falls_back_to_cp1252() -> None:
+    text = (
+        (DATA / "page-dashes.txt")
+        .read_text()
+        .replace("Good morning", "Caf\u00e9 \u201cquotes\u201d")
+    )
+    parsed = parse_bytes(text.encode("cp1252"), "p")
+    assert "Café “quotes”" in parsed.entries[0].transcript
+
+
+# ---------------------------------------------------------------- refusing junk
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"", "empty"),
+        (b"  \n\t ", "empty"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "PNG"),
+        (b"\x1f\x8b\x08\x00\x00\x00\x00\x00", "gzip"),
+        (b"ID3\x04\x00\x00\x00\x00\x00", "MP3"),
+        (bytes(range(256)) * 4, "binary"),
+        (b"<?xml version='1.0'?><rss><channel><item><title>cut", "malformed XML"),
+        (b"<rss><channel><title>A &nbsp; B</title></channel></rss>", "malformed XML"),
+        (b"<?xml version='1.0'?><note><to>you</to></note>", "not a feed"),
+        (b"<rss version='2.0'></rss>", "no <channel>"),
+        (b'{"episodes": []}', "not a feed or episode page"),
+        (b"Just some prose.\nNothing about episodes here.\n", "not a feed or episode page"),
+        (b"<html><body><p>A blog post</p></body></html>", "without a podcast episode"),
+        (
+            b'<html><head><link rel="alternate" type="application/rss+xml" '
+            b'href="https://x.example/feed"></head><body>Hi</body></html>',
+            "links the feed https://x.example/feed",
+        ),
+    ],
+)
+def test_not_a_feed_raises_one_clear_reason(data: bytes, reason: str) -> None:
+    with pytest.raises(FeedParseError) as info:
+        parse_bytes(data, "https://x.example/source")
+    message = str(info.value)
+    assert reason in message
+    assert message.startswith("cannot parse https://x.example/source: ")
+    assert "\n" not in message
+
+
+def test_malformed_xml_error_chains_the_cause() -> None:
+    with pytest.raises(FeedParseError) as info:
+        parse_bytes(b"<rss><channel><item></channel></rss>", "bad.xml")
+    assert isinstance(info.value.__cause__, etree.XMLSyntaxError)
+    assert "line 1" in info.value.reason
+
+
+def test_empty_rss_channel_is_a_feed_with_no_entries() -> None:
+    parsed = parse_bytes(rss(""), "feed")
+    assert parsed.kind == "rss"
+    assert parsed.entries == ()
+
+
+# ---------------------------------------------------------------- hostile XML
+
+BILLION_LAUGHS = b"""<?xml version="1.0"?>
+<!DOCTYPE rss [
+ <!ENTITY lol "lol">
+ <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+ <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
+ <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
+ <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
+ <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
+ <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
+]>
+<rss version="2.0"><channel><title>&lol9;</title>
+<item><title>Bomb &lol9;</title><guid>b</guid><description>&lol9;</description></item>
+</channel></rss>"""
+
+XXE = b"""<?xml version="1.0"?>
+<!DOCTYPE rss [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>
+<rss version="2.0"><channel><title>PyTorch</title>
+<item><title>Leak &xxe;</title><guid>x</guid><description>before &xxe; after</description></item>
+</channel></rss>"""
+
+EXTERNAL_DTD = b"""<?xml version="1.0"?>
+<!DOCTYPE rss SYSTEM "http://127.0.0.1:9/evil.dtd">
+<rss version="2.0"><channel><title>PyTorch</title>
+<item><title>Plain</title><guid>d</guid></item></channel></rss>"""
+
+
+def _all_text(parsed: ParsedSource) -> str:
+    return " ".join(
+        " ".join([e.title, e.description, e.transcript, parsed.show_title or ""])
+        for e in parsed.entries
+    )
+
+
+def test_billion_laughs_does_not_expand() -> None:
+    try:
+        parsed = parse_bytes(BILLION_LAUGHS, "bomb.xml")
+    except FeedParseError:
+        return  # refusing is as good as parsing harmlessly
+    text = _all_text(parsed)
+    assert "lollol" not in text
+    assert len(text) < 1000
+
+
+def test_external_entity_is_not_resolved() -> None:
+    try:
+        parsed = parse_bytes(XXE, "xxe.xml")
+    except FeedParseError:
+        return
+    text = _all_text(parsed)
+    assert "root:" not in text
+    (entry,) = parsed.entries
+    assert entry.description.startswith("before")
+    assert entry.description.endswith("after")
+
+
+def test_external_dtd_is_not_fetched() -> None:
+    parsed = parse_bytes(EXTERNAL_DTD, "dtd.xml")
+    assert [e.title for e in parsed.entries] == ["Plain"]
+
+
+def test_rss_091_public_doctype_parses_without_fetching_it() -> None:
+    data = b"""<?xml version="1.0"?>
+<!DOCTYPE rss PUBLIC "-//Netscape Communications//DTD RSS 0.91//EN"
+ "http://my.netscape.com/publish/formats/rss-0.91.dtd">
+<rss version="0.91"><channel><title>PyTorch</title>
+<item><title>Old &amp; fine</title><link>https://briefings.example/091</link></item>
+</channel></rss>"""
+    (entry,) = parse_bytes(data, "old.rss").entries
+    assert entry.title == "Old & fine"
+    assert entry.guid == "https://briefings.example/091"

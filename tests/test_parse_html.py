@@ -1,0 +1,93 @@
+"""HTML → text: the tree-free fast path must agree with lxml.html on the markup it accepts."""
+
+from __future__ import annotations
+
+import pytest
+
+from digests.parse import text as t
+
+SIMPLE = [
+    "<p>One.</p><p>Two.</p>",
+    "<p>Hello <b>bold</b> and <em>em</em> &amp; <a href='/x'>link</a>.</p>",
+    "Plain start<br>next line<br/><br />after blank",
+    "<ul><li>first</li><li>second <code>x()</code></li></ul><p>after</p>",
+    "<ol>\n  <li>one</li>\n  <li>two</li>\n</ol>",
+    "<h2>Heading</h2>text after heading<blockquote>quoted</blockquote>",
+    '<P CLASS="x">Upper-case tags</P><DIV>and divs</DIV>',
+    "<p>Entities: &lt;tag&gt; &quot;q&quot; &#8230; &eacute;</p>",
+    "<div><div><p>nested</p></div>tail</div>",
+    "text with no tags at all & an ampersand",
+    "<p>  lots   of\n\n   whitespace  </p>",
+    "<span>inline</span><span>s</span> glued",
+    "<p>Unclosed paragraph<p>next one",
+    "<hr>ruled<hr/>",
+]
+
+
+@pytest.mark.parametrize("markup", SIMPLE)
+def test_fast_path_matches_lxml(markup: str) -> None:
+    fast = t._simple_html_to_text(markup)
+    assert fast is not None, "this markup should take the fast path"
+    assert fast == t._lxml_html_to_text(markup)
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        "<script>alert(1)</script>Visible",
+        "<!-- comment -->text",
+        "<table><tr><td>cell</td></tr></table>",
+        "<p title='a>b'>attribute with a bracket</p>",
+        '<a href="https://github.com/o/r/pull/1">#1</a>',
+        "<img src=x onerror=alert(1)>after",
+        "a <unknown>tag</unknown>",
+        "<p>never closed <",
+    ],
+)
+def test_other_markup_goes_to_lxml(markup: str) -> None:
+    assert t._simple_html_to_text(markup) is None
+
+
+@pytest.mark.parametrize(
+    ("markup", "expected"),
+    [
+        ("<p>One.</p><p>Two.</p>", "One.\n\nTwo."),
+        ("<ul><li>a</li><li>b</li></ul>", "- a\n\n- b"),
+        ("<script>alert(1)</script><style>p{}</style>Visible", "Visible"),
+        ("<!-- hidden -->shown", "shown"),
+        ("<table><tr><td>a</td><td>b</td></tr><tr><td>c</td></tr></table>", "ab\n\nc"),
+        ("<img src=x onerror=alert(1)>after", "after"),
+        (
+            '<a href="https://github.com/o/r/pull/1">#1</a> fixes',
+            "#1 (https://github.com/o/r/pull/1) fixes",
+        ),
+        (
+            '<a href="https://github.com/o/r/pull/1">https://github.com/o/r/pull/1</a>',
+            "https://github.com/o/r/pull/1",
+        ),
+        ("<p>never closed <", "never closed <"),
+        ("<noscript>no</noscript><template>t</template>yes", "yes"),
+        ("", ""),
+        ("   ", ""),
+        ("<p></p>", ""),
+    ],
+)
+def test_html_to_text(markup: str, expected: str) -> None:
+    assert t.html_to_text(markup) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, ""),
+        ("", ""),
+        ("plain  text", "plain text"),
+        ("para one\n\npara two", "para one\n\npara two"),
+        ("&lt;p&gt;escaped&lt;/p&gt;", "escaped"),
+        ("Tom &amp; Jerry", "Tom & Jerry"),
+        ("&amp;lt;b&amp;gt; stays text", "&lt;b&gt; stays text"),
+        ("x" * (t.MAX_TEXT + 10), "x" * t.MAX_TEXT),
+    ],
+)
+def test_to_text(value: str | None, expected: str) -> None:
+    assert t.to_text(value) == expected
