@@ -401,6 +401,7 @@ class Deliverer:
         """One post, retried as its failures allow; a timeout is checked before re-posting."""
         meta = metadata_for(item.key, item.kind, part, item.metadata)
         attempt = 0
+        joined = False
         claimed_at = self.clock()
         while True:
             attempt += 1
@@ -413,6 +414,11 @@ class Deliverer:
                     report,
                 )
             except PostFailure as exc:
+                if exc.error == "not_in_channel" and not joined:
+                    # A public channel the bot was never added to: join it once and go on.
+                    joined = True
+                    if await self.outbox.join(item.channel_id):
+                        continue
                 if exc.category not in ("ratelimited", "server", "timeout"):
                     raise
                 if attempt >= self.max_attempts:

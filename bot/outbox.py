@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal, Protocol, TextIO
@@ -22,6 +23,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from config.settings import Settings
 from digests.errors import SlackError
 from digests.render import message_to_text
+
+log = logging.getLogger(__name__)
 
 EVENT_TYPE = "digestbot_delivery"
 
@@ -129,6 +132,10 @@ class Outbox(Protocol):
         self, channel: str, key: str, *, oldest: datetime | None, thread_ts: str | None = None
     ) -> dict[str, str]:
         """Our messages for ``key`` in the channel (or under ``thread_ts``): part → ts."""
+        ...
+
+    async def join(self, channel: str) -> bool:
+        """Join a public channel (after ``not_in_channel``); False when that is not possible."""
         ...
 
     async def close(self) -> None: ...
@@ -268,6 +275,16 @@ class SlackOutbox:
                 break
         return found
 
+    async def join(self, channel: str) -> bool:
+        self._ready()
+        try:
+            await self.client.conversations_join(channel=channel)
+        except Exception as exc:  # private channel, missing scope: the caller pauses it
+            failure = classify("conversations.join", exc)
+            log.warning("cannot join %s: %s", channel, failure.error)
+            return False
+        return True
+
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
@@ -320,6 +337,9 @@ class PrintOutbox:
     ) -> dict[str, str]:
         messages = [{"ts": ts, "metadata": meta} for ts, meta in self._posted.get(channel, [])]
         return _parts(messages, key)
+
+    async def join(self, channel: str) -> bool:
+        return True
 
     async def close(self) -> None:
         self.stream.flush()

@@ -69,6 +69,7 @@ class RunReport:
     polls: list[PollResult] = field(default_factory=list)
     delivery: DeliveryReport = field(default_factory=DeliveryReport)
     due: int = 0
+    errors: list[str] = field(default_factory=list)  # shows whose deliveries could not be planned
 
     @property
     def fatal(self) -> bool:
@@ -81,6 +82,7 @@ class RunReport:
             f"{len(self.polls)} feeds polled ({len(failed)} failing), "
             f"{len(d.posted)} posted, {len(d.updated)} updated, {len(d.recovered)} recovered, "
             f"{len(d.failed)} failed, {len(d.paused)} channels paused"
+            + (f", {len(self.errors)} errors" if self.errors else "")
         )
 
 
@@ -260,9 +262,15 @@ async def run_once(
                     lambda: store.recent(max(CANDIDATES, settings.backfill), [show.name])
                 )
                 candidates = candidate_episodes(recent, result.changed, limit=CANDIDATES)
-                _, items = await _db(
-                    lambda: plan(settings, show.name, candidates, active, ledger, renderer)
-                )
+                try:
+                    _, items = await _db(
+                        lambda: plan(settings, show.name, candidates, active, ledger, renderer)
+                    )
+                except DigestError as exc:
+                    # One show's bad template or database hiccup must not stop the others.
+                    log.error("cannot plan deliveries for %s: %s", show.name, exc)
+                    report.errors.append(f"{show.name}: {exc.format_message()}")
+                    items = []
                 return result, notices, items
             finally:
                 await _db(lock.release)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,11 +81,10 @@ async def standin() -> AsyncIterator[SocketStandIn]:
     app.router.add_get("/link/", stand.link)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    server = site._server
-    assert server is not None and server.sockets
-    stand.port = int(server.sockets[0].getsockname()[1])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    stand.port = int(sock.getsockname()[1])
+    await web.SockSite(runner, sock).start()
     try:
         yield stand
     finally:

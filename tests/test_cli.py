@@ -41,7 +41,7 @@ NEW_ITEM = b"""
       <link>https://example.invalid/pytorch/2026-10-06</link>
       <pubDate>Tue, 06 Oct 2026 13:00:00 GMT</pubDate>
       <itunes:duration>PT3M2S</itunes:duration>
-      <description>Ahead-of-time compilation gets its first pieces; PR 199801 adds the cache.</description>
+      <description>Ahead-of-time compilation starts; PR 199801 adds the cache.</description>
     </item>"""
 
 

@@ -24,33 +24,7 @@ from tests.slackfake import SlackFake
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "PyTorch:pytorch-2026-10-03"
 
-# What `digestbot run --once` does (bot.cli wires the same parts); kept here so this test
-# depends only on the delivery side.
-RUN_ONCE = """
-import asyncio, sys
-from datetime import UTC, datetime
-from bot.delivery import Deliverer
-from bot.outbox import make_outbox
-from bot.poll import run_once
-from bot.runtime import open_store, resolve_team_id, sync_config_channels
-from config.settings import load_settings
-from digests.fetch import make_http_client
-
-async def main() -> None:
-    settings = load_settings()
-    store = open_store(settings)
-    sync_config_channels(settings, store, await resolve_team_id(settings))
-    outbox = make_outbox(settings, sys.stdout)
-    deliverer = Deliverer(store, outbox)
-    async with make_http_client() as http:
-        report = await run_once(
-            settings, store, outbox, http, datetime.now(UTC), deliverer=deliverer
-        )
-    deliverer.close()
-    print("REPORT", report.summary(), flush=True)
-
-asyncio.run(main())
-"""
+RUN_ONCE = [sys.executable, "-m", "bot", "run", "--once"]
 
 CLOCK = """
 import asyncio, logging
@@ -88,9 +62,9 @@ def env_for(db_url: str, config: Path, fake: SlackFake) -> dict[str, str]:
     return env
 
 
-def spawn(script: str, env: dict[str, str]) -> subprocess.Popen[str]:
+def spawn(script: str | list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", script],
+        script if isinstance(script, list) else [sys.executable, "-c", script],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -154,7 +128,30 @@ def test_run_once_killed_mid_fan_out_then_rerun_leaves_one_copy_each(
         store.close()
     assert {r.state for r in rows if r.kind == "episode"} == {"posted"}
     assert len([r for r in rows if r.kind == "episode"]) == len(channels)
-    assert "REPORT" in out
+    assert "1 feeds polled (0 failing)" in out and "posted" in out
+
+
+def test_run_once_without_a_token_prints_then_prints_nothing_new(
+    db_url: str, feed_server: FeedServer, tmp_path: Path
+) -> None:
+    url = feed_server.route("/feed.xml", rss(rss_item(3), rss_item(2)), etag='"v1"')
+    env = dict(os.environ)
+    for name in ("SLACK_BOT_TOKEN", "SLACK_API_URL", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"):
+        env.pop(name, None)
+    env.update(
+        DATABASE_URL=db_url,
+        DIGESTBOT_CONFIG=str(write_config(tmp_path / "d.toml", url, ["C0PRINT01"])),
+        PYTHONPATH=str(ROOT),
+    )
+    first = subprocess.run(RUN_ONCE, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    second = subprocess.run(
+        RUN_ONCE, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert first.returncode == 0 and second.returncode == 0, (first.stderr, second.stderr)
+    assert first.stdout.count("would post to #C0PRINT01\n") == 1
+    assert "Daily Briefing 3" in first.stdout and "Daily Briefing 2" not in first.stdout
+    assert "would post" not in second.stdout
+    assert "0 posted" in second.stdout
 
 
 @pytest.mark.skipif(not os.environ.get("DIGESTBOT_TEST_POSTGRES_URL"), reason="needs PostgreSQL")

@@ -153,10 +153,12 @@ def test_digest_layout(renderer: Renderer) -> None:
     lines = prs["text"]["text"].split("\n")
     assert lines[0] == "*Key PRs*"
     assert lines[1] == (
-        "• <https://github.com/pytorch/pytorch/pull/199720|#199720> "
+        "• <https://github.com/pytorch/pytorch/pull/199720|#199720>, "
+        "<https://github.com/pytorch/pytorch/pull/199721|#199721>, "
+        "<https://github.com/pytorch/pytorch/pull/199726|#199726> — "
         "Drafts 199720, 199721 and 199726 each propose an all-gather contract."
     )
-    assert len(lines) == 6
+    assert len(lines) == 4
     assert nearby["elements"][0]["text"] == (
         "*Nearby:* Compiler Parity Push · Distributed Hang Fixes and Compiler Hardening"
         " · GEMM Fusion and Portable CUDA Graphs"
@@ -289,7 +291,11 @@ def test_digest_text_is_readable_plain_text(renderer: Renderer) -> None:
         "PyTorch · Mon 5 Oct 2026 · 2:31 · Episode (https://briefings.example/pytorch/2026-10-05)"
         in text
     )
-    assert "• #199720 (https://github.com/pytorch/pytorch/pull/199720) Drafts" in text
+    assert (
+        "• #199720 (https://github.com/pytorch/pytorch/pull/199720), "
+        "#199721 (https://github.com/pytorch/pytorch/pull/199721), "
+        "#199726 (https://github.com/pytorch/pytorch/pull/199726) — Drafts" in text
+    )
     assert "&amp;" not in text and "&lt;" not in text
     assert "\nKey PRs\n" in text and "digest_prs" not in text
     assert "\nand " not in text  # five PRs: no "and N more" line
@@ -507,3 +513,21 @@ def test_random_hostile_episodes_always_render_valid(renderer: Renderer) -> None
             renderer.episode_list([hostile] * 3, junk(200) or "t"),
         ]:
             assert_valid(message)
+
+
+@pytest.mark.parametrize(
+    ("contexts", "sizes"),
+    [
+        (["a", "a", "a"], [3]),
+        (["a", "b", "a"], [1, 1, 1]),
+        (["", ""], [1, 1]),  # no sentence: nothing to share
+        (["a"] * 12, [5, 5, 2]),  # capped so a line is never cut and loses a link
+    ],
+)
+def test_prs_named_in_one_sentence_share_a_line(contexts: list[str], sizes: list[int]) -> None:
+    from digests.render.environment import pr_groups
+
+    prs = [pr(100 + i, c) for i, c in enumerate(contexts)]
+    groups = pr_groups(prs)
+    assert [len(g.prs) for g in groups] == sizes
+    assert [p.number for g in groups for p in g.prs] == [p.number for p in prs]

@@ -129,7 +129,13 @@ _BLOCKS = (
     "figure|figcaption|hr|address|nav"
 )
 _ATTRS = r"""(?:\s+[A-Za-z_:][-\w:.]*(?:\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s"'<>=`]+))?)*\s*/?"""
-_SIMPLE_TAG = re.compile(rf"<(/?)(?i:({_BLOCKS}|{_INLINE}|br))\b{_ATTRS}>")
+# A '<' that does not open one of the simple tags above.
+_NOT_SIMPLE = re.compile(rf"<(?!/?(?i:{_BLOCKS}|{_INLINE}|br)\b{_ATTRS}>)")
+_LI_OPEN = re.compile(rf"<(?i:li)\b{_ATTRS}>")
+_BLOCK_TAG = re.compile(rf"</?(?i:{_BLOCKS})\b{_ATTRS}>")
+# <br> is a line break; lxml drops a stray </br>, and so do we.
+_OTHER_TAG = re.compile(rf"<(?:((?i:br))|/(?i:br)|/?(?i:{_INLINE}))\b{_ATTRS}>")
+_A_OPEN = re.compile(r"<[aA]\b")
 
 
 def html_to_text(markup: str) -> str:
@@ -141,30 +147,22 @@ def html_to_text(markup: str) -> str:
 
 
 def _simple_html_to_text(markup: str) -> str | None:
-    out: list[str] = []
-    pos = 0
-    for m in _SIMPLE_TAG.finditer(markup):
-        start = m.start()
-        if markup.find("<", pos, start) != -1:
-            return None
-        out.append(markup[pos:start])
-        name = m.group(2).lower()
-        closing = m.group(1)
-        if name == "br":
-            out.append("\n")
-        elif name == "a":
-            if not closing and "github.com" in m.group():
-                return None
-        elif name in _BLOCK:
-            out.append("\n\n- " if name == "li" and not closing else "\n\n")
-        pos = m.end()
-    if markup.find("<", pos) != -1:
+    # Three C-level passes and no Python per tag: refuse anything not simple, then
+    # replace block tags by paragraph breaks, <br> by a newline, and drop inline tags.
+    if _NOT_SIMPLE.search(markup) is not None:
         return None
-    out.append(markup[pos:])
-    text = "".join(out)
+    if "github.com" in markup and _A_OPEN.search(markup):
+        return None  # a PR link's href must survive: lxml path appends it
+    text = _LI_OPEN.sub("\n\n- ", markup) if "<l" in markup or "<L" in markup else markup
+    text = _BLOCK_TAG.sub("\n\n", text)
+    text = _OTHER_TAG.sub(_br_or_nothing, text)
     if "&" in text:
         text = html.unescape(text)
     return paragraphs(text)
+
+
+def _br_or_nothing(m: re.Match[str]) -> str:
+    return "\n" if m.group(1) else ""
 
 
 def _lxml_html_to_text(markup: str) -> str:

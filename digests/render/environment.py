@@ -9,6 +9,7 @@ autoescape then leaves alone. Values that are already ``Mrkdwn`` — ``link()``,
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from importlib import resources
 from pathlib import Path
@@ -70,6 +71,30 @@ def _pr_link(pr: Any) -> Mrkdwn:
     return link(getattr(pr, "url", None), f"#{getattr(pr, 'number', '?')}")
 
 
+@dataclass(frozen=True)
+class PrGroup:
+    """PRs named side by side in one sentence, shown on one line with that sentence once."""
+
+    prs: tuple[Any, ...]
+    context: str
+
+
+def pr_groups(prs: Iterable[Any], most: int = 5) -> list[PrGroup]:
+    """Consecutive PRs with the same context, grouped (order of first mention kept).
+
+    At most ``most`` to a line, so a line never grows long enough to be cut short and lose
+    a link.
+    """
+    groups: list[PrGroup] = []
+    for pr in prs:
+        context = getattr(pr, "context", "") or ""
+        if groups and context and groups[-1].context == context and len(groups[-1].prs) < most:
+            groups[-1] = PrGroup((*groups[-1].prs, pr), context)
+        else:
+            groups.append(PrGroup((pr,), context))
+    return groups
+
+
 def _join(values: Iterable[Any], separator: str = "") -> Mrkdwn:
     # Jinja's own join HTML-escapes plain items next to Markup ones; ours escapes for Slack.
     return Mrkdwn(separator).join(values)
@@ -127,6 +152,7 @@ def make_environment(templates_dir: str | Path | None = None, tz: tzinfo = UTC) 
         date=lambda value: format_date(value, tz),
         truncate_words=_truncate_words,
         pr_link=_pr_link,
+        pr_groups=pr_groups,
         oneline=oneline,
         join=_join,
         e=mrkdwn,
