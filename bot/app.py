@@ -17,6 +17,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import home, interactivity, unfurl
 from bot.commands.base import Deps
+from bot.commands.cache import DEFAULT_TTL, TtlCache
 from bot.commands.slash import register_slash
 from bot.slack import make_web_client
 from config.settings import Settings
@@ -44,12 +45,14 @@ def build_app(
     *,
     client: AsyncWebClient | None = None,
     now: Callable[[], datetime] | None = None,
+    reply_cache_ttl: float = DEFAULT_TTL,
 ) -> AsyncApp:
     """The Slack app: `/episodes`, buttons, App Home and unfurls over one store.
 
     ``process_before_response=True``: Bolt's default polls for ``ack()`` every 10 ms, which
     adds ~11 ms to every reply (slack-notes); listeners here are fast, and slow work (Web API
-    calls) runs in lazy listeners after the HTTP response.
+    calls) runs in lazy listeners after the HTTP response. ``/episodes`` answers about
+    episodes are cached ``reply_cache_ttl`` seconds (0 turns that off); see commands.cache.
     """
     client = client or make_web_client(settings)
     signing_secret = settings.slack_signing_secret
@@ -68,7 +71,7 @@ def build_app(
         authorize=None if client.token else _tokenless,
     )
     deps = Deps(settings=settings, store=store, renderer=renderer, now=now or _utcnow)
-    register_slash(app, deps)
+    register_slash(app, deps, TtlCache(ttl=reply_cache_ttl))
     interactivity.register(app, deps)
     home.register(app, deps)
     unfurl.register(app, deps)

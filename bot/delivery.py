@@ -186,6 +186,7 @@ class Deliverer:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger")
         self._db = _GroupCommit(self.ledger, self._executor)
         self._owner_lock: OwnerLock | None = None
+        self._owner_task: asyncio.Future[OwnerLock] | None = None
         self._next_slot: dict[tuple[str, str], float] = {}
         self._sem: asyncio.Semaphore | None = None
         self._sem_loop: asyncio.AbstractEventLoop | None = None
@@ -195,14 +196,27 @@ class Deliverer:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
 
     async def _ensure_owner(self) -> None:
+        # Concurrent first deliveries (every poll job at start-up) must take the owner lock
+        # once: a second pg_advisory_lock on the same key would wait for ever.
+        if self._owner_lock is not None:
+            return
+        if (
+            self._owner_task is None
+            or self._owner_task.get_loop() is not asyncio.get_running_loop()
+        ):
+            self._owner_task = asyncio.ensure_future(
+                self._thread(lambda: OwnerLock(self.ledger, self.owner))
+            )
+        lock = await asyncio.shield(self._owner_task)
         if self._owner_lock is None:
-            self._owner_lock = await self._thread(lambda: OwnerLock(self.ledger, self.owner))
+            self._owner_lock = lock
 
     def close(self) -> None:
         """Give up the owner identity (rows still ``posting`` become recoverable by others)."""
         if self._owner_lock is not None:
             self._owner_lock.close()
             self._owner_lock = None
+        self._owner_task = None
         self._executor.shutdown(wait=True)
 
     async def aclose(self) -> None:
@@ -302,17 +316,23 @@ class Deliverer:
             ts = await self._post(item, row, report, part="digest", thread_ts=None)
             recovered = False
         # Replies can only exist already if the digest did before this attempt.
-        await self._thread_replies(item, row, ts, recovered, report)
+        thread_ts, note = await self._thread_replies(item, row, ts, recovered, report)
         await self._mark(
-            row, state="posted", ts=ts, content_hash=item.content_hash or None, error=None
+            row,
+            state="posted",
+            ts=ts,
+            thread_ts=thread_ts,
+            content_hash=item.content_hash or None,
+            error=note,
         )
         (report.recovered if recovered else report.posted).append(item.ident)
 
     async def _thread_replies(
         self, item: Delivery, row: LedgerRow, ts: str, look: bool, report: DeliveryReport
-    ) -> None:
+    ) -> tuple[str | None, str | None]:
+        """Post the replies not yet under ``ts``: (last reply's ts, what went wrong if any)."""
         if not item.thread:
-            return
+            return None, None
         done: dict[str, str] = {}
         if look:
             try:
@@ -340,10 +360,8 @@ class Deliverer:
                     await self._halt(item, exc, report, posted=True)
                 # The digest itself is in the channel: a missing reply is logged, not retried.
                 log.warning("thread reply %s for %s failed: %s", number, item.ident, exc)
-                await self._mark(row, error=f"thread reply {number}: {exc.error}")
-                return
-        if last is not None:
-            await self._mark(row, thread_ts=last)
+                return last, f"thread reply {number}: {exc.error}"
+        return last, None
 
     async def _update(self, item: Delivery, row: LedgerRow, report: DeliveryReport) -> None:
         assert row.ts is not None

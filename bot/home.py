@@ -14,7 +14,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import messages as msg
 from bot.commands.base import Deps
-from bot.commands.replies import Block, context, divider, section
+from bot.commands.replies import Block, divider, section
+from bot.commands.replies import context as context_block
 from bot.commands.subscriptions import subscription_line
 from digests.models import Episode
 from digests.render import blocks, escape, limits
@@ -36,7 +37,7 @@ def home_view(
     episodes: Sequence[Episode], subscriptions: Sequence[Subscription], deps: Deps
 ) -> dict[str, Any]:
     """The Home tab. Pure: the caller fetched ``episodes`` and ``subscriptions``."""
-    out: list[Block] = [blocks.header(msg.HOME_TITLE), context(msg.HOME_HINT), divider()]
+    out: list[Block] = [blocks.header(msg.HOME_TITLE), context_block(msg.HOME_HINT), divider()]
     out.append(section(f"*{msg.HOME_LATEST}*"))
     if episodes:
         for episode in episodes[:HOME_EPISODES]:
@@ -57,7 +58,7 @@ def home_view(
         out.append(section(f"{_channel(channel_id)}\n{lines}"))
         shown += 1
     if len(by_channel) > shown:
-        out.append(context(msg.HOME_MORE.format(count=len(by_channel) - shown)))
+        out.append(context_block(msg.HOME_MORE.format(count=len(by_channel) - shown)))
     fitted = limits.fit(
         limits.Message(text=msg.HOME_TITLE, blocks=out), max_blocks=limits.BLOCKS_PER_VIEW
     )

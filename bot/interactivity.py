@@ -11,12 +11,13 @@ import asyncio
 import logging
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncRespond
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import messages as msg
 from bot.commands.base import Deps, Invocation
+from bot.commands.cache import TtlCache
 from bot.commands.episodes import nearby_of
 from bot.commands.replies import (
     SHARE_ACTION,
@@ -90,7 +91,29 @@ def register(app: AsyncApp, deps: Deps) -> None:
         await respond(response_type="in_channel", replace_original=False, **_reply_kwargs(copy))
         await respond(delete_original=True)
 
-    async def key_prs(body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
+    # Messages whose thread this process already answered: the next clicks get the list
+    # privately instead of one more copy in the thread for everyone.
+    threaded: TtlCache[bool] = TtlCache(ttl=24 * 3600, size=10_000)
+
+    def thread_target(body: dict[str, Any], bot_user_id: str | None) -> tuple[str, str] | None:
+        """(channel, thread ts) to reply in, or None when the reply should be ephemeral."""
+        container = body.get("container") or {}
+        posted = body.get("message") or {}
+        channel, ts = _id(body, "channel"), posted.get("thread_ts") or posted.get("ts")
+        if not channel or not ts or container.get("is_ephemeral"):
+            return None
+        if bot_user_id and bot_user_id in (posted.get("reply_users") or []):
+            return None  # the thread already holds our reply (ours, or delivery's)
+        if threaded.get(f"{channel}:{ts}"):
+            return None
+        return channel, str(ts)
+
+    async def key_prs(
+        body: dict[str, Any],
+        respond: AsyncRespond,
+        client: AsyncWebClient,
+        context: AsyncBoltContext,
+    ) -> None:
         episode: Episode | None = None
         try:
             episode = await asyncio.to_thread(episode_of, body, deps)
@@ -102,21 +125,15 @@ def register(app: AsyncApp, deps: Deps) -> None:
         except Exception as exc:
             log.exception("Key PRs button failed")
             replies, episode = [failure_reply(exc)], None
-        container = body.get("container") or {}
-        posted = body.get("message") or {}
-        channel = _id(body, "channel")
-        if (
-            episode is not None
-            and episode.pull_requests
-            and channel
-            and posted.get("ts")
-            and not container.get("is_ephemeral")
-        ):
+        target = thread_target(body, context.bot_user_id)
+        if episode is not None and episode.pull_requests and target is not None:
+            channel, ts = target
+            threaded.put(f"{channel}:{ts}", True)
             try:
                 for reply in replies:
                     await client.chat_postMessage(
                         channel=channel,
-                        thread_ts=posted.get("thread_ts") or posted["ts"],
+                        thread_ts=ts,
                         unfurl_links=False,
                         unfurl_media=False,
                         **_reply_kwargs(reply),

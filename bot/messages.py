@@ -79,7 +79,6 @@ NEARBY_BEFORE = "Before"
 NEARBY_THIS = "This episode"
 NEARBY_AFTER = "After"
 NEARBY_FROM_PAGE = "The episode page's own nearby list"
-NEARBY_UNKNOWN_TITLE = "(not in the archive yet)"
 
 SUBSCRIBED = "This channel now gets new *{show}* episodes{filter}."
 SUBSCRIBED_FILTER = " that mention {keywords}"

@@ -191,7 +191,9 @@ class SlackOutbox:
             self._share = False  # the caller brought its own
             return
         connector = aiohttp.TCPConnector(limit=self._max_connections)
-        self._session = aiohttp.ClientSession(connector=connector)
+        # slack_sdk applies its timeout only to sessions it makes itself.
+        timeout = aiohttp.ClientTimeout(total=min(self.client.timeout, self.post_client.timeout))
+        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout)
         self.client.session = self._session
         self.post_client.session = self._session
 

@@ -28,7 +28,7 @@ from digests.decide import (
     feed_notice,
     next_poll_at,
 )
-from digests.errors import DigestError
+from digests.errors import DigestError, StoreError
 from digests.extract import build_episodes
 from digests.fetch import fetch
 from digests.models import Episode
@@ -44,14 +44,17 @@ T = TypeVar("T")
 # Episodes considered per show each cycle besides those that changed: the first poll's
 # backfill comes from these, and older ones are the archive the bot never posts.
 CANDIDATES = 25
-# Feeds fetched at once in one cycle.
+# Shows polled at once in one cycle (fewer on PostgreSQL: see run_once).
 FETCH_CONCURRENCY = 16
+PG_CONCURRENCY = 5
 
 
 @dataclass(frozen=True)
 class PollResult:
     show: str
-    status: Literal["ok", "not_modified", "failed", "busy"]
+    # failed: the feed (counted, backed off); error: ours (store, template); busy: another
+    # clock is polling it right now.
+    status: Literal["ok", "not_modified", "failed", "error", "busy"]
     episodes: tuple[Episode, ...] = ()  # what the feed holds now (empty when not modified)
     new: int = 0
     changed: tuple[Episode, ...] = ()
@@ -116,6 +119,8 @@ async def poll_show(
             parsed = parse_bytes(result.content or b"", location, result.content_type)
             episodes = build_episodes(parsed, show.name, show.repo)
             upserts = await _db(lambda: store.upsert_episodes(episodes, now))
+    except StoreError:
+        raise  # our database, not the feed: not a feed failure, nothing to back off
     except DigestError as exc:
         failures = before.failures + 1
         after = replace(
@@ -233,24 +238,31 @@ async def run_once(
     deliverer: Deliverer | None = None,
     renderer: Renderer | None = None,
     shows: Sequence[ShowConfig] | None = None,
+    poll_gate: asyncio.Semaphore | None = None,
 ) -> RunReport:
-    """Poll every configured show (or ``shows``), decide, and deliver; one cycle."""
+    """Poll every configured show (or ``shows``), decide, and deliver; one cycle.
+
+    ``poll_gate`` bounds the shows in flight; the scheduler shares one across its jobs.
+    """
     own = deliverer is None
     deliverer = deliverer or Deliverer(store, outbox)
     renderer = renderer or Renderer(settings.templates_dir, tz=settings.tz)
     report = RunReport()
     try:
         ledger = deliverer.ledger
-        gate = asyncio.Semaphore(FETCH_CONCURRENCY)
+        gate = poll_gate or poll_limit(ledger)
 
         async def one(show: ShowConfig) -> tuple[PollResult, list[Delivery], list[Delivery]]:
+            async with gate:
+                return await locked(show)
+
+        async def locked(show: ShowConfig) -> tuple[PollResult, list[Delivery], list[Delivery]]:
             lock = ShowLock(ledger, show.name)
             got = await _db(lock.acquire)
             if not got:  # another clock is polling this show right now; it delivers too
                 return PollResult(show.name, "busy"), [], []
             try:
-                async with gate:
-                    result = await poll_show(settings, store, http_client, show, now)
+                result = await poll_show(settings, store, http_client, show, now)
                 subs = await _db(lambda: store.subscriptions(show=show.name))
                 active = [
                     s for s in subs if not s.paused and s.team_id not in deliverer.stopped_teams
@@ -262,16 +274,17 @@ async def run_once(
                     lambda: store.recent(max(CANDIDATES, settings.backfill), [show.name])
                 )
                 candidates = candidate_episodes(recent, result.changed, limit=CANDIDATES)
-                try:
-                    _, items = await _db(
-                        lambda: plan(settings, show.name, candidates, active, ledger, renderer)
-                    )
-                except DigestError as exc:
-                    # One show's bad template or database hiccup must not stop the others.
-                    log.error("cannot plan deliveries for %s: %s", show.name, exc)
-                    report.errors.append(f"{show.name}: {exc.format_message()}")
-                    items = []
+                _, items = await _db(
+                    lambda: plan(settings, show.name, candidates, active, ledger, renderer)
+                )
                 return result, notices, items
+            except Exception as exc:
+                # One show's bad template, parser bug or database hiccup must not stop the
+                # others; the show is polled again next time.
+                log.exception("poll of %s failed", show.name)
+                message = exc.format_message() if isinstance(exc, DigestError) else repr(exc)
+                report.errors.append(f"{show.name}: {message}")
+                return PollResult(show.name, "error", error=message), [], []
             finally:
                 await _db(lock.release)
 
@@ -289,6 +302,15 @@ async def run_once(
             await deliverer.aclose()
     log.info("poll cycle: %s", report.summary())
     return report
+
+
+def poll_limit(ledger: Ledger) -> asyncio.Semaphore:
+    """How many shows may be polled at once.
+
+    On PostgreSQL each show in flight holds a pooled connection for its advisory lock and
+    needs another for its queries, so stay well inside the store's pool.
+    """
+    return asyncio.Semaphore(PG_CONCURRENCY if ledger.is_postgres else FETCH_CONCURRENCY)
 
 
 async def _record_notices(store: Store, report: RunReport) -> None:

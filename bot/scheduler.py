@@ -25,7 +25,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.delivery import Deliverer
 from bot.outbox import Outbox
-from bot.poll import RunReport, run_once
+from bot.poll import RunReport, poll_limit, run_once
 from config.settings import Settings, ShowConfig
 from digests.render import Renderer
 from digests.store import Store
@@ -89,6 +89,8 @@ def build_scheduler(
     _deliverers[scheduler] = deliverer
     running: set[asyncio.Task[object]] = set()
     _running[scheduler] = running
+    # Jobs that fire together (every show at start-up) share one bound on shows in flight.
+    gate = poll_limit(deliverer.ledger)
 
     def make_job(show: ShowConfig) -> Callable[[], object]:
         async def poll() -> None:
@@ -107,6 +109,7 @@ def build_scheduler(
                     deliverer=deliverer,
                     renderer=renderer,
                     shows=[show],
+                    poll_gate=gate,
                 )
             except Exception:  # a job must never die: log it, try again next interval
                 log.exception("poll of %s failed", show.name)

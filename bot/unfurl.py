@@ -83,9 +83,9 @@ def register(app: AsyncApp, deps: Deps) -> None:
         if not unfurls:
             return
         target: dict[str, Any]
-        if event.get("unfurl_id") and event.get("source"):
-            # Links in the message composer, before it is sent: Slack names them this way.
-            target = {"unfurl_id": event["unfurl_id"], "source": event["source"]}
+        if event.get("source") == "composer" and event.get("unfurl_id"):
+            # A link still in the message box has no channel or ts yet, only an unfurl id.
+            target = {"unfurl_id": event["unfurl_id"], "source": "composer"}
         else:
             target = {"channel": event.get("channel"), "ts": event.get("message_ts")}
         try:

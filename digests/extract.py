@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import bisect
 import email.utils
-import hashlib
 import math
 import re
 from collections.abc import Iterable
@@ -17,6 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 import isodate
 
 from digests.models import Episode, ParsedSource, PullRequestRef, RawEntry
+from digests.parse.text import stable_guid
 
 __all__ = [
     "build_episodes",
@@ -71,18 +71,15 @@ _BOILERPLATE = re.compile(
 )
 
 
-_BOILERPLATE_HINTS = (
-    "crawler page",
-    "rss feed for the full",
-    "short developer briefing",
-    "repository work in plain",
-)
-
-
 def _strip_boilerplate(text: str) -> str:
-    # The substring test is much cheaper than the regex on text that has none of it.
+    # Plain substring tests are far cheaper than the regex on text that has none of it.
     lower = text.lower()
-    if any(hint in lower for hint in _BOILERPLATE_HINTS):
+    if (
+        "crawler page" in lower
+        or "rss feed for the full" in lower
+        or "short developer briefing" in lower
+        or "repository work in plain" in lower
+    ):
         return _BOILERPLATE.sub("", text)
     return text
 
@@ -248,19 +245,19 @@ def _rfc822(value: str) -> datetime | None:
 # "pr 1", "pr #1", "pr#1", "prs: 1", "pull request 1", "pull requests #1", "pr number 1".
 _PR_HEAD = re.compile(
     r"p(?:(rs)|r|(ull[ \t-]+requests)|ull[ \t-]+request)\b"
-    r"[^\S\n]*:?[^\S\n]*(?:(?:number|no\.|num\.)[^\S\n]*)?#?(\d{1,9})\b(?!\.\d)"
+    r"[^\S\n]*+:?[^\S\n]*+(?:(?:number|no\.|num\.)[^\S\n]*+)?#?(\d{1,9})\b(?!\.\d)"
 )
 # After a plural head, on the original text: ", 2", " and 3", ", and #4", or
 # "1 for merging, 2 for rebasing" (a few lower-case words between numbers; a capital,
 # a full stop or a line break ends the list).
 _PR_MORE = re.compile(
-    r"(?:[^\S\n]+[a-z][a-z'-]{0,20}){0,4}?"
-    r"(?:[^\S\n]*,[^\S\n]*(?:(?:and|or|&)[^\S\n]+)?|[^\S\n]+(?:and|or|&)[^\S\n]+)"
+    r"(?:[^\S\n]++[a-z][a-z'-]{0,20}+){0,4}?"
+    r"(?:[^\S\n]*+,[^\S\n]*+(?:(?:and|or|&)[^\S\n]++)?|[^\S\n]++(?:and|or|&)[^\S\n]++)"
     r"#?(\d{1,9})\b(?!\.\d)"
 )
 # Numbers that are counts, not PRs: "PRs 3, 4 and 17 commits" stops before 17.
 _COUNT_AFTER = re.compile(
-    r"[^\S\n]*(?:commits?|times|files?|tests?|lines?|days?|hours?|minutes?|seconds?|"
+    r"[^\S\n]*+(?:commits?|times|files?|tests?|lines?|days?|hours?|minutes?|seconds?|"
     r"weeks?|months?|years?|percent|%|people|contributors?|authors?|issues?|more|other)\b",
     re.I,
 )
@@ -296,7 +293,8 @@ def _pull_requests(text: str, repo: str) -> list[tuple[int, str, str]]:
         # A few characters lower-case to two; keep offsets valid by scanning the original.
         lower = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
     found: list[tuple[int, int, str]] = []  # (position, number, url or "")
-    for m in _PR_HEAD.finditer(lower):
+    heads = _PR_HEAD.finditer(lower) if "pr" in lower or "pull" in lower else ()
+    for m in heads:
         start = m.start()
         if start and _word_char(lower[start - 1]):
             continue
@@ -311,6 +309,8 @@ def _pull_requests(text: str, repo: str) -> list[tuple[int, str, str]]:
                 pos = more.end()
     if "github.com/" in lower:
         for m in _PR_LINK.finditer(lower):
+            if m.start() and (lower[m.start() - 1].isalnum() or lower[m.start() - 1] == "-"):
+                continue  # "notgithub.com/…" is another host
             owner, name = text[m.start(1) : m.end(1)], text[m.start(2) : m.end(2)]
             url = f"https://github.com/{owner}/{name}/pull/{m.group(3)}"
             found.append((m.start(), int(m.group(3)), url))
@@ -321,41 +321,27 @@ def _pull_requests(text: str, repo: str) -> list[tuple[int, str, str]]:
     base = f"https://github.com/{repo}/pull/"
     seen: set[str] = set()
     refs: list[tuple[int, str, str]] = []
-    sentences = _Sentences(text)
+    # Sentence starts, found once per text and only because a PR needs its context.
+    starts = [0, *(m.end() for m in _SENTENCE_END.finditer(text))]
+    contexts: dict[int, str] = {}
     for pos, number, url in found:
         url = url or base + str(number)
         if url in seen:
             continue
         seen.add(url)
-        refs.append((number, url, sentences.around(pos)))
+        i = bisect.bisect_right(starts, pos) - 1
+        context = contexts.get(i)
+        if context is None:
+            end = starts[i + 1] if i + 1 < len(starts) else len(text)
+            context = " ".join(text[starts[i] : end].split())
+            if len(context) > MAX_CONTEXT:
+                context = _clip(context, pos - starts[i])
+            else:
+                contexts[i] = context
+        refs.append((number, url, context))
         if len(refs) >= MAX_PULL_REQUESTS:
             break
     return refs
-
-
-class _Sentences:
-    """Sentence bounds, computed once per text and only when a PR needs its context."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._starts: list[int] | None = None
-        self._cache: dict[int, str] = {}
-
-    def around(self, pos: int) -> str:
-        starts = self._starts
-        if starts is None:
-            starts = self._starts = [0, *(m.end() for m in _SENTENCE_END.finditer(self.text))]
-        i = bisect.bisect_right(starts, pos) - 1
-        cached = self._cache.get(i)
-        if cached is not None and len(cached) < MAX_CONTEXT:
-            return cached
-        start = starts[i]
-        end = starts[i + 1] if i + 1 < len(starts) else len(self.text)
-        sentence = " ".join(self.text[start:end].split())
-        if len(sentence) > MAX_CONTEXT:
-            return _clip(sentence, pos - start)
-        self._cache[i] = sentence
-        return sentence
 
 
 def _clip(sentence: str, at: int) -> str:
@@ -376,12 +362,7 @@ def _clip(sentence: str, at: int) -> str:
 
 
 def _guid(entry: RawEntry) -> str:
-    if entry.guid:
-        return entry.guid
-    if entry.link:
-        return entry.link
-    blob = f"{entry.title}\x1f{entry.published or ''}".encode()
-    return "sha1:" + hashlib.sha1(blob, usedforsecurity=False).hexdigest()
+    return entry.guid or stable_guid(entry.link, entry.title, entry.published)
 
 
 def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:

@@ -13,6 +13,7 @@ import pytest
 
 from bot.app import build_app
 from bot.server import build_asgi
+from config.settings import Settings
 from digests.render import Renderer
 from digests.store import FetchState, Store
 from tests.fixtures.app import (
@@ -22,8 +23,9 @@ from tests.fixtures.app import (
     TEAM,
     AppServer,
     RunningApp,
+    SlackSender,
     assert_valid_message,
-    make_settings,
+    sign,
 )
 from tests.slackfake import SlackFake
 
@@ -65,21 +67,21 @@ def test_signed_request_is_answered(slack_app: RunningApp) -> None:
     assert reply(slack_app.sender.slash("recent 1"))["text"] == "Latest episode"
 
 
-@pytest.mark.parametrize(
-    ("how", "kwargs"),
-    [
+# The tables below run against one app each (starting one per row would double the run time
+# of this file); every assertion names its row.
+
+
+def test_bad_signatures_get_401_and_touch_nothing(slack_app: RunningApp) -> None:
+    cases: list[tuple[str, dict[str, Any]]] = [
         ("unsigned", {"signed": False}),
         ("wrong secret", {"secret": "not-the-secret"}),
         ("stale timestamp", {"timestamp": int(time.time()) - 6 * 60}),
         ("future timestamp", {"timestamp": int(time.time()) + 6 * 60}),
-    ],
-)
-def test_bad_signatures_get_401_and_touch_nothing(
-    slack_app: RunningApp, how: str, kwargs: dict[str, Any]
-) -> None:
-    body = slack_app.sender.slash_body("subscribe fsdp")
-    response = slack_app.sender.post(body, "application/x-www-form-urlencoded", **kwargs)
-    assert response.status_code == 401, how
+    ]
+    for how, kwargs in cases:
+        body = slack_app.sender.slash_body("subscribe fsdp")
+        response = slack_app.sender.post(body, "application/x-www-form-urlencoded", **kwargs)
+        assert response.status_code == 401, how
     assert slack_app.store.subscriptions(team_id=TEAM) == []
     assert slack_app.fake.calls == []
 
@@ -87,8 +89,6 @@ def test_bad_signatures_get_401_and_touch_nothing(
 def test_tampered_body_gets_401(slack_app: RunningApp) -> None:
     ts = int(time.time())
     signed = slack_app.sender.slash_body("list")
-    from tests.fixtures.app import sign
-
     headers = {
         "Content-Type": "application/x-www-form-urlencoded",
         "X-Slack-Request-Timestamp": str(ts),
@@ -114,8 +114,10 @@ def test_healthz_ok_when_the_store_answers(slack_app: RunningApp) -> None:
     assert response.json() == {"ok": True}
 
 
-def test_healthz_503_when_the_store_is_unreachable(slack_fake: SlackFake) -> None:
-    settings = make_settings(slack_fake.api_url, slack_fake.token)
+def test_healthz_503_when_the_store_is_unreachable(
+    app_settings: Settings, slack_fake: SlackFake
+) -> None:
+    settings = app_settings
     # Nothing listens on port 1: the engine is built, every connection is refused.
     dead = Store("postgresql+psycopg://postgres@127.0.0.1:1/none?connect_timeout=2")
     app = build_app(settings, dead, Renderer())
@@ -125,8 +127,6 @@ def test_healthz_503_when_the_store_is_unreachable(slack_fake: SlackFake) -> Non
         assert response.status_code == 503
         assert response.json() == {"ok": False}
         # A command still gets a one-line answer, not an error page.
-        from tests.fixtures.app import SlackSender
-
         sender = SlackSender(server.url, slack_fake)
         body = reply(sender.slash("recent"))
         assert "unreachable" in body["text"]
@@ -139,19 +139,17 @@ def test_healthz_503_when_the_store_is_unreachable(slack_fake: SlackFake) -> Non
 # -- subcommands --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "count"), [("", 5), ("recent", 5), ("recent 3", 3), ("20", 20)])
-def test_recent_lists_the_newest_one_line_each(
-    slack_app: RunningApp, text: str, count: int
-) -> None:
-    body = reply(slack_app.sender.slash(text))
-    listed = mrkdwn(body)
+def test_recent_lists_the_newest_one_line_each(slack_app: RunningApp) -> None:
     urls = [e.url for e in slack_app.episodes]
-    shown = [u for u in urls if f"{u}|" in listed]
-    assert shown == urls[:count]
-    # Newest first: each URL appears before the next older one.
-    positions = [listed.index(f"{u}|") for u in shown]
-    assert positions == sorted(positions)
-    assert share_value(body) == f"recent {count}"
+    for text, count in [("", 5), ("recent", 5), ("recent 3", 3), ("20", 20)]:
+        body = reply(slack_app.sender.slash(text))
+        listed = mrkdwn(body)
+        shown = [u for u in urls if f"{u}|" in listed]
+        assert shown == urls[:count], text
+        # Newest first: each URL appears before the next older one.
+        positions = [listed.index(f"{u}|") for u in shown]
+        assert positions == sorted(positions), text
+        assert share_value(body) == f"recent {count}", text
 
 
 def test_recent_line_has_date_duration_and_pr_count(slack_app: RunningApp) -> None:
@@ -169,27 +167,25 @@ def test_hostile_titles_come_back_escaped(slack_app: RunningApp) -> None:
     assert "<!channel>" not in listed
 
 
-@pytest.mark.parametrize(
-    ("text", "reason", "usage_of"),
-    [
-        ("recent 100000", "between 1 and 20", "recent"),
-        ("recent abc", "is not a number", "recent"),
-        ("pr abc", "is not a pull-request number", "pr"),
-        ("nearby 2026-02-30", "does not exist", "nearby"),
-        ("week 2026-13-40", "does not exist", "week"),
-        ("search", "Search for what?", "search"),
-        ("latest now", "takes no arguments", "latest"),
-        ("search " + "a" * 3000, "takes at most 500", None),
-        ("pr <!channel>", "&lt;!channel&gt;", "pr"),
-    ],
-)
-def test_bad_arguments_get_one_line_and_usage(
-    slack_app: RunningApp, text: str, reason: str, usage_of: str | None
-) -> None:
-    got_reason, usage = usage_error(reply(slack_app.sender.slash(text)))
-    assert reason in got_reason
-    expected = f"/episodes {usage_of}" if usage_of else "/episodes [recent"
-    assert expected in usage
+BAD_ARGUMENTS: list[tuple[str, str, str | None]] = [
+    ("recent 100000", "between 1 and 20", "recent"),
+    ("recent abc", "is not a number", "recent"),
+    ("pr abc", "is not a pull-request number", "pr"),
+    ("nearby 2026-02-30", "does not exist", "nearby"),
+    ("week 2026-13-40", "does not exist", "week"),
+    ("search", "Search for what?", "search"),
+    ("latest now", "takes no arguments", "latest"),
+    ("search " + "a" * 3000, "takes at most 500", None),
+    ("pr <!channel>", "&lt;!channel&gt;", "pr"),
+]
+
+
+def test_bad_arguments_get_one_line_and_usage(slack_app: RunningApp) -> None:
+    for text, reason, usage_of in BAD_ARGUMENTS:
+        got_reason, usage = usage_error(reply(slack_app.sender.slash(text)))
+        assert reason in got_reason, text[:40]
+        expected = f"/episodes {usage_of}" if usage_of else "/episodes [recent"
+        assert expected in usage, text[:40]
 
 
 def test_latest_is_the_full_digest_with_buttons(slack_app: RunningApp) -> None:
@@ -225,21 +221,19 @@ def test_nearby_by_pr_shows_neighbours_and_the_page_list(slack_app: RunningApp) 
     ]
 
 
-@pytest.mark.parametrize(
-    ("text", "center"),
-    [
+def test_nearby_finds_the_closest_episode(slack_app: RunningApp) -> None:
+    cases = [
         ("nearby 2026-10-04", "Sat 3 Oct 2026"),  # 23 h before noon beats 25 h after
         ("nearby 2026-10-05", "Mon 5 Oct 2026"),
         ("nearby 2030-01-01", "Mon 5 Oct 2026"),
         ("nearby Compiler Parity Push", "Thu 1 Oct 2026"),  # exact title
         ("nearby parity compiler", "Thu 1 Oct 2026"),  # words: full-text fallback
-    ],
-)
-def test_nearby_finds_the_closest_episode(slack_app: RunningApp, text: str, center: str) -> None:
-    body = reply(slack_app.sender.slash(text))
-    this = next(b for b in body["blocks"] if "*This episode*" in b.get("text", {}).get("text", ""))
-    assert center in this["text"]["text"]
-    assert share_value(body) == text
+    ]
+    for text, center in cases:
+        body = reply(slack_app.sender.slash(text))
+        this = next(b for b in body["blocks"] if "*This episode*" in b.get("text", {}).get("text", ""))
+        assert center in this["text"]["text"], text
+        assert share_value(body) == text
 
 
 def test_nearby_nothing(slack_app: RunningApp) -> None:
@@ -265,19 +259,23 @@ def test_pr_unknown(slack_app: RunningApp) -> None:
     assert body["blocks"][0]["text"]["text"] == "No episode mentions PR #1 yet."
 
 
-@pytest.mark.parametrize(
-    ("words", "expected"),
-    [
-        ("all-gather", ["2026-10-05", "2026-10-02"]),
-        ("watchdog", ["2026-10-02"]),  # transcript only
-        ("sparse layouts", ["2026-10-01"]),
-        ("Quiet Weekend", ["2026-10-03"]),
-        ("zebra unicorn", []),
-        ('"NEAR( * OR', []),  # full-text syntax is data, not a query
-        ("'; DROP TABLE episodes; --", []),
-    ],
-)
-def test_search(slack_app: RunningApp, words: str, expected: list[str]) -> None:
+SEARCHES: list[tuple[str, list[str]]] = [
+    ("all-gather", ["2026-10-05", "2026-10-02"]),
+    ("watchdog", ["2026-10-02"]),  # transcript only
+    ("sparse layouts", ["2026-10-01"]),
+    ("Quiet Weekend", ["2026-10-03"]),
+    ("zebra unicorn", []),
+    ('"NEAR( * OR', []),  # full-text syntax is data, not a query
+    ("'; DROP TABLE episodes; --", []),
+]
+
+
+def test_search(slack_app: RunningApp) -> None:
+    for words, expected in SEARCHES:
+        _search_finds(slack_app, words, expected)
+
+
+def _search_finds(slack_app: RunningApp, words: str, expected: list[str]) -> None:
     body = reply(slack_app.sender.slash(f"search {words}"))
     listed = mrkdwn(body)
     found = [
@@ -294,16 +292,20 @@ def test_search_ranks_and_caps_at_ten(slack_app: RunningApp) -> None:
     assert mrkdwn(body).count("|Filler Day") == 10
 
 
-@pytest.mark.parametrize(
-    ("text", "days", "pinned"),
-    [
-        ("week 2026-10-01", ["2026-10-01", "2026-10-02", "2026-10-03"], "week 2026-10-01"),
-        ("week 2026-10-04", ["2026-10-01", "2026-10-02", "2026-10-03"], "week 2026-10-04"),
-        ("week", ["2026-10-05"], "week 2026-10-07"),  # now = Wed 2026-10-07
-        ("week 2026-08-03", [], "week 2026-08-03"),
-    ],
-)
-def test_week(slack_app: RunningApp, text: str, days: list[str], pinned: str) -> None:
+WEEKS: list[tuple[str, list[str], str]] = [
+    ("week 2026-10-01", ["2026-10-01", "2026-10-02", "2026-10-03"], "week 2026-10-01"),
+    ("week 2026-10-04", ["2026-10-01", "2026-10-02", "2026-10-03"], "week 2026-10-04"),
+    ("week", ["2026-10-05"], "week 2026-10-07"),  # now = Wed 2026-10-07
+    ("week 2026-08-03", [], "week 2026-08-03"),
+]
+
+
+def test_week(slack_app: RunningApp) -> None:
+    for text, days, pinned in WEEKS:
+        _week_shows(slack_app, text, days, pinned)
+
+
+def _week_shows(slack_app: RunningApp, text: str, days: list[str], pinned: str) -> None:
     body = reply(slack_app.sender.slash(text))
     listed = mrkdwn(body)
     found = [
@@ -379,24 +381,22 @@ def test_status_of_a_never_polled_show(slack_app: RunningApp) -> None:
     assert "Next poll: not scheduled yet" in body["blocks"][1]["text"]["text"]
 
 
-@pytest.mark.parametrize("text", ["help", "frobnicate", "HELP me"])
-def test_help_and_unknown_words(slack_app: RunningApp, text: str) -> None:
-    body = reply(slack_app.sender.slash(text))
-    everything = mrkdwn(body)
-    for sub in ("recent", "latest", "nearby", "pr", "search", "week", "subscribe", "status"):
-        assert f"`/episodes {sub}" in everything
-    assert ("I don't know `frobnicate`." in everything) is (text == "frobnicate")
-    assert share_value(body) is None
+def test_help_and_unknown_words(slack_app: RunningApp) -> None:
+    for text in ["help", "frobnicate", "HELP me"]:
+        body = reply(slack_app.sender.slash(text))
+        everything = mrkdwn(body)
+        for sub in ("recent", "latest", "nearby", "pr", "search", "week", "subscribe", "status"):
+            assert f"`/episodes {sub}" in everything, text
+        assert ("I don't know `frobnicate`." in everything) is (text == "frobnicate")
+        assert share_value(body) is None, text
 
 
-def test_empty_archive_says_so(slack_app: RunningApp, slack_fake: SlackFake) -> None:
+def test_empty_archive_says_so(app_settings: Settings, slack_fake: SlackFake) -> None:
     # A second app over an empty store: the same command, an honest answer.
     empty = Store.open("sqlite://")
-    settings = make_settings(slack_fake.api_url, slack_fake.token)
+    settings = app_settings
     app = build_app(settings, empty, Renderer())
     server = AppServer(settings, build_asgi(app, empty)).start()
-    from tests.fixtures.app import SlackSender
-
     sender = SlackSender(server.url, slack_fake)
     try:
         for text in ("recent", "latest"):
@@ -412,3 +412,35 @@ def test_auth_test_is_called_once_for_many_requests(slack_app: RunningApp) -> No
     for _ in range(3):
         reply(slack_app.sender.slash("recent 1"))
     assert len(slack_app.fake.calls_to("auth.test")) == 1
+
+
+def test_huge_answers_stay_within_block_kit_limits(slack_app: RunningApp) -> None:
+    """60 episodes naming one PR, with 400-character hostile headlines and long sentences."""
+    base = slack_app.episodes[0]
+    long_words = " ".join(["<!channel> Remarkably-long-headline-words"] * 10)
+    crowd = [
+        base.model_copy(
+            update={
+                "guid": f"crowd-{n}",
+                "headline": f"{n} {long_words}",
+                "title": f"PyTorch: {n} {long_words}",
+                "url": f"https://episodes.example.test/pytorch/crowd-{n}",
+                "published_at": datetime(2026, 8, 1, 13, 0, tzinfo=UTC).replace(day=1 + n % 28),
+                "nearby": tuple(f"{long_words} {k}" for k in range(30)),
+                "pull_requests": (
+                    base.pull_requests[0].model_copy(
+                        update={"number": 777, "context": "PR 777 " + "<@U666> long " * 200}
+                    ),
+                ),
+            }
+        )
+        for n in range(60)
+    ]
+    slack_app.store.upsert_episodes(crowd, datetime(2026, 10, 6, tzinfo=UTC))
+    body = reply(slack_app.sender.slash("pr 777"))
+    assert len(body["blocks"]) <= 50
+    assert "…and 40 more." in mrkdwn(body)
+    assert share_value(body) == "pr 777"
+    for text in ("nearby pr 777", "search remarkably", "week 2026-08-03", "recent 20"):
+        body = reply(slack_app.sender.slash(text))
+        assert share_value(body) == text if text != "nearby pr 777" else "nearby #777"

@@ -106,6 +106,35 @@ def test_key_prs_replies_in_the_digest_thread(slack_app: RunningApp) -> None:
     assert slack_app.fake.responses(url) == []
 
 
+def test_key_prs_posts_in_a_thread_once(slack_app: RunningApp) -> None:
+    value = button_value("PyTorch", "pytorch-2026-10-05")
+    ts = "1790000000.000700"
+    first, second = slack_app.fake.response_url(), slack_app.fake.response_url()
+    slack_app.sender.block_action("digest_prs", value, response_url=first, message_ts=ts)
+    posted = wait_for(lambda: slack_app.fake.messages(CHANNEL))
+    slack_app.sender.block_action("digest_prs", value, response_url=second, message_ts=ts)
+    answer = wait_for(lambda: slack_app.fake.responses(second))[0]
+    assert answer["response_type"] == "ephemeral"
+    assert "pull/199687|#199687" in json.dumps(answer["blocks"])
+    assert slack_app.fake.messages(CHANNEL) == posted
+
+
+def test_key_prs_when_the_thread_already_has_our_reply(slack_app: RunningApp) -> None:
+    # Delivery may have put the PR list in the thread already: Slack says who replied.
+    value = button_value("PyTorch", "pytorch-2026-10-05")
+    url = slack_app.fake.response_url()
+    slack_app.sender.block_action(
+        "digest_prs",
+        value,
+        response_url=url,
+        message_ts="1790000000.000800",
+        message={"reply_count": 1, "reply_users": ["U0BOT"], "latest_reply": "1790000001.0"},
+    )
+    answer = wait_for(lambda: slack_app.fake.responses(url))[0]
+    assert answer["response_type"] == "ephemeral"
+    assert slack_app.fake.calls_to("chat.postMessage") == []
+
+
 def test_key_prs_on_an_ephemeral_reply_answers_ephemerally(slack_app: RunningApp) -> None:
     value = button_value("PyTorch", "pytorch-2026-10-02")
     url = slack_app.fake.response_url()
@@ -113,6 +142,7 @@ def test_key_prs_on_an_ephemeral_reply_answers_ephemerally(slack_app: RunningApp
     answer = wait_for(lambda: slack_app.fake.responses(url))[0]
     assert answer["response_type"] == "ephemeral" and answer["replace_original"] is False
     assert "pull/199650|#199650" in json.dumps(answer["blocks"])
+    assert_valid_message(answer)
     assert slack_app.fake.calls_to("chat.postMessage") == []
 
 
@@ -140,6 +170,7 @@ def test_key_prs_without_prs_or_episode(slack_app: RunningApp, value: str, expec
     slack_app.sender.block_action("digest_prs", value, response_url=url, message_ts="1790000000.2")
     answer = wait_for(lambda: slack_app.fake.responses(url))[0]
     assert expected in answer["text"]
+    assert_valid_message(answer)
     assert slack_app.fake.calls_to("chat.postMessage") == []
 
 
@@ -228,6 +259,8 @@ def test_link_shared_unfurls_known_episodes_only(slack_app: RunningApp) -> None:
         "channel": CHANNEL,
         "user": USER,
         "message_ts": "1790000000.000500",
+        "unfurl_id": "C123456.1790000000.000500.abcdef",
+        "source": "conversations_history",
         "links": [
             {"domain": "episodes.example.test", "url": PAGE_URL + "/"},
             {"domain": "episodes.example.test", "url": hostile + "#t=30"},
@@ -238,6 +271,7 @@ def test_link_shared_unfurls_known_episodes_only(slack_app: RunningApp) -> None:
     (call,) = wait_for(lambda: slack_app.fake.calls_to("chat.unfurl"))
     assert call.ok
     assert call.params["channel"] == CHANNEL and call.params["ts"] == "1790000000.000500"
+    assert "unfurl_id" not in call.params
     unfurls = call.params["unfurls"]
     assert sorted(unfurls) == sorted([PAGE_URL + "/", hostile + "#t=30"])
     for url, unfurl in unfurls.items():
@@ -258,3 +292,22 @@ def test_link_shared_with_nothing_known_calls_nothing(slack_app: RunningApp) -> 
     slack_app.sender.event(event)
     slack_app.sender.slash("help")  # a later request: by now the lazy listener has run
     assert slack_app.fake.calls_to("chat.unfurl") == []
+
+
+def test_link_in_the_composer_unfurls_by_unfurl_id(slack_app: RunningApp) -> None:
+    draft = "Uxxxxxxx-909b5454-75f8-4ac4-b325-1b40e230bbd8-gryl3kb80b3wm49ihzoo35fyqoq08n2y"
+    event = {
+        "type": "link_shared",
+        "channel": "COMPOSER",
+        "user": USER,
+        "message_ts": draft,
+        "unfurl_id": draft,
+        "source": "composer",
+        "links": [{"domain": "episodes.example.test", "url": PAGE_URL}],
+    }
+    slack_app.sender.event(event)
+    (call,) = wait_for(lambda: slack_app.fake.calls_to("chat.unfurl"))
+    assert call.params["source"] == "composer"
+    assert call.params["unfurl_id"] == event["unfurl_id"]
+    assert "ts" not in call.params and "channel" not in call.params
+    assert list(call.params["unfurls"]) == [PAGE_URL]

@@ -8,6 +8,7 @@ import pytest
 
 from digests.decide import (
     FAILING_AFTER,
+    Due,
     LedgerEntry,
     candidate_episodes,
     decide,
@@ -53,7 +54,7 @@ def posted(
     }
 
 
-def plan(result: list) -> list[tuple[str, str, str]]:  # type: ignore[type-arg]
+def plan(result: list[Due]) -> list[tuple[str, str, str]]:
     return [(d.channel_id, d.episode.guid, d.action) for d in result]
 
 

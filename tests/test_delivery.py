@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -34,11 +35,12 @@ def item(channel: str, key: str = "PyTorch:g1", *, content: str = "v1", **kw: ob
 
 
 @pytest.fixture
-def deliverers(store: Store, slack_fake: SlackFake) -> Iterator[list[Deliverer]]:
+async def deliverers(store: Store, slack_fake: SlackFake) -> AsyncIterator[list[Deliverer]]:
     made: list[Deliverer] = []
     yield made
     for d in made:
-        d.close()
+        await d.aclose()
+        await d.outbox.close()
 
 
 def make(made: list[Deliverer], store: Store, fake: SlackFake, **kw: object) -> Deliverer:
@@ -276,7 +278,7 @@ async def test_pacing_spaces_posts_in_one_channel(
     await d.deliver([item("C1", f"PyTorch:g{n}") for n in range(3)] + [item("C2")])
     stamps = [float(m["ts"]) for m in slack_fake.messages("C1")]
     assert len(stamps) == 3
-    assert all(b - a >= 0.18 for a, b in zip(stamps, stamps[1:], strict=False))
+    assert all(b - a >= 0.18 for a, b in itertools.pairwise(stamps))
 
 
 async def test_print_outbox_records_the_ledger(store: Store) -> None:
@@ -293,3 +295,14 @@ async def test_print_outbox_records_the_ledger(store: Store) -> None:
     assert text.count("would post to #C1\n") == 1
     assert "PyTorch:g1 v1" in text and "PRs of g1" in text
     assert states(store) == {"C1/PyTorch:g1": "posted"}
+
+
+async def test_not_in_channel_joins_once_then_posts(
+    store: Store, slack_fake: SlackFake, deliverers: list[Deliverer]
+) -> None:
+    slack_fake.channel_error("C1", "not_in_channel")
+    d = make(deliverers, store, slack_fake)
+    report = await d.deliver([item("C1")])
+    assert report.posted == [(TEAM, "C1", "episode", "PyTorch:g1")]
+    assert len(slack_fake.calls_to("conversations.join")) == 1
+    assert copies(slack_fake, "C1", "PyTorch:g1") == 1

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import email.utils
 from datetime import UTC, datetime
 
+import isodate
 import pytest
 
 from digests import extract
@@ -198,6 +200,8 @@ def test_published_at(text: str | None, expected: datetime | None) -> None:
         ("https://github.com/pytorch/pytorch/pull/199530 changes timeouts.", [199530]),
         ("Open github.com/pytorch/pytorch/pull/7?diff=split now.", [7]),
         ("PR 9, then https://github.com/pytorch/pytorch/pull/9 again.", [9]),
+        ("See www.github.com/pytorch/pytorch/pull/11.", [11]),
+        ("Not https://notgithub.com/pytorch/pytorch/pull/12 at all.", []),
         ("", []),
     ],
 )
@@ -369,3 +373,29 @@ def test_build_episodes_unknown_date_sorts_last_and_is_stable() -> None:
     episodes = build_episodes(parsed, "PyTorch", REPO)
     assert [e.published_at for e in episodes] == [UNKNOWN_DATE, UNKNOWN_DATE]
     assert [e.guid for e in episodes] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "value", ["PT4M11S", "PT1H", "PT0.4S", "PT59M59.9S", "PT100S", "PT1H2M3.25S", "PT90M"]
+)
+def test_duration_fast_path_agrees_with_isodate(value: str) -> None:
+    expected = int(isodate.parse_duration(value).total_seconds() + 0.5)
+    assert duration_seconds(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Mon, 05 Oct 2026 13:00:40 GMT",
+        "Mon, 05 Oct 2026 13:00:40 +0000",
+        "Mon, 05 Oct 2026 13:00:40 -0000",
+        "Mon,05 Oct 2026 13:00:40 +0530",
+        "5 Oct 2026 23:59 -1200",
+        "Thu, 29 Feb 2024 00:00:00 UT",
+    ],
+)
+def test_rfc822_fast_path_agrees_with_email_utils(value: str) -> None:
+    expected = email.utils.parsedate_to_datetime(value)
+    if expected.tzinfo is None:
+        expected = expected.replace(tzinfo=UTC)
+    assert published_at(value) == expected.astimezone(UTC)

@@ -528,3 +528,67 @@ def test_rss_091_public_doctype_parses_without_fetching_it() -> None:
     (entry,) = parse_bytes(data, "old.rss").entries
     assert entry.title == "Old & fine"
     assert entry.guid == "https://briefings.example/091"
+
+
+@pytest.mark.parametrize(
+    ("guid", "url"),
+    [
+        ("<guid>https://briefings.example/p</guid>", "https://briefings.example/p"),
+        (
+            '<guid isPermaLink="true">https://briefings.example/p</guid>',
+            "https://briefings.example/p",
+        ),
+        ('<guid isPermaLink="false">https://briefings.example/p</guid>', None),
+        ("<guid>not-a-url</guid>", None),
+    ],
+)
+def test_permalink_guid_stands_in_for_a_missing_link(guid: str, url: str | None) -> None:
+    (episode,) = episodes_of(parse_bytes(rss(f"<item><title>T</title>{guid}</item>"), "feed"))
+    assert episode.url == url
+
+
+def test_text_page_from_a_url_is_identified_by_it() -> None:
+    data = (DATA / "page-dashes.txt").read_bytes()
+    (from_url,) = parse_bytes(data, "https://briefings.example/p/1").entries
+    assert from_url.link == from_url.guid == "https://briefings.example/p/1"
+    (from_file,) = parse_bytes(data, "/tmp/page.txt").entries
+    assert from_file.link is None
+    assert from_file.guid is not None and from_file.guid.startswith("sha1:")
+
+
+def test_text_page_url_and_guid_lines_win() -> None:
+    text = (
+        (DATA / "page-bullets.txt")
+        .read_text()
+        .replace(
+            "  • Show: PyTorch", "  • Show: PyTorch\n  • URL: https://b.example/e\n  • GUID: ep-7"
+        )
+    )
+    (entry,) = parse_bytes(text.encode(), "https://elsewhere.example/x").entries
+    assert (entry.guid, entry.link) == ("ep-7", "https://b.example/e")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"<![" * 20_000,
+        b"<!DOCTYPE x [" + b"<!ENTITY a 'b'>" * 5_000,
+        b"<?xml " * 20_000,
+        b"Title\nNearby episodes from " + b" " * 200_000 + b"x\n",
+        b"Title\nPublished: 2026-10-05\n" + b"pr" + b" " * 200_000 + b"1\n",
+        b"Title\nPublished: 2026-10-05\nTranscript\nPRs 1" + b" for" * 50_000 + b" x\n",
+        b"Title\nPublished: 2026-10-05\nTranscript\n" + b"PRs 1, " * 20_000 + b"\n",
+        b"<p " + b"a=b " * 50_000,
+    ],
+)
+def test_pathological_input_is_handled(data: bytes) -> None:
+    # No timing assertion (the machine is shared): a catastrophic pattern would hang here.
+    try:
+        parsed = parse_bytes(data, "hostile")
+    except FeedParseError as err:
+        assert err.reason
+        return
+    episodes = episodes_of(parsed)
+    assert len(episodes) <= 1
+    for episode in episodes:
+        assert len(episode.pull_requests) <= 200

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from digests.parse import text as t
@@ -91,3 +93,57 @@ def test_html_to_text(markup: str, expected: str) -> None:
 )
 def test_to_text(value: str | None, expected: str) -> None:
     assert t.to_text(value) == expected
+
+
+def _well_formed(rng: random.Random) -> str:
+    inline_tags = ["b", "em", "span", "a href='/x'", "code", "strong"]
+    words = ["word", "Tom &amp; Jerry", "&lt;x&gt;", "é", "PR 12", " ", "\n"]
+
+    def inline(depth: int) -> str:
+        if depth > 2 or rng.random() < 0.4:
+            return rng.choice(words)
+        tag = rng.choice(inline_tags)
+        inner = "".join(inline(depth + 1) for _ in range(rng.randint(1, 3)))
+        return f"<{tag}>{inner}</{tag.split()[0]}>" if rng.random() < 0.9 else inner + "<br>"
+
+    def block(depth: int) -> str:
+        r = rng.random()
+        if depth > 2 or r < 0.4:
+            return "<p>" + "".join(inline(0) for _ in range(rng.randint(1, 4))) + "</p>"
+        if r < 0.6:
+            items = "".join("<li>" + inline(0) + "</li>" for _ in range(rng.randint(1, 3)))
+            return f"<ul>{items}</ul>"
+        if r < 0.7:
+            return "<h3>" + inline(0) + "</h3>"
+        return "<div>" + "".join(block(depth + 1) for _ in range(rng.randint(1, 3))) + "</div>"
+
+    return "".join(block(0) if rng.random() < 0.8 else inline(0) for _ in range(rng.randint(1, 4)))
+
+
+def test_fast_path_equals_lxml_on_generated_well_formed_markup() -> None:
+    rng = random.Random(20261005)
+    for _ in range(1000):
+        markup = _well_formed(rng)
+        fast = t._simple_html_to_text(markup)
+        assert fast is not None, markup
+        assert fast == t._lxml_html_to_text(markup), markup
+
+
+def test_fast_path_keeps_the_same_text_on_tag_soup() -> None:
+    # Stray end tags may move a paragraph break; the characters must not change.
+    tokens = [
+        "<p>", "</p>", "<b>", "</b>", "<br>", "</br>", "<li>", "</li>", "<ul>", "</ul>",
+        "<div class='x'>", "</div>", "<a href='/x'>", "</a>", "<em>", "</em>", "<h2>", "</h2>",
+        "word", " ", "\n", "&amp;", "&lt;", "Tom", ".", "<hr/>", "<span>", "</span>", "<BR/>",
+        "<P id=a>", "  ", "&#8230;", "é",
+    ]  # fmt: skip
+
+    def squeeze(text: str) -> str:
+        return "".join(text.split()).replace("-", "")
+
+    rng = random.Random(7)
+    for _ in range(1000):
+        markup = "".join(rng.choice(tokens) for _ in range(rng.randint(1, 25)))
+        fast = t._simple_html_to_text(markup)
+        assert fast is not None
+        assert squeeze(fast) == squeeze(t._lxml_html_to_text(markup)), markup

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import io
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -41,10 +42,11 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 
 
 @pytest.fixture
-def deliverer(store: Store, slack_fake: SlackFake) -> Iterator[Deliverer]:
+async def deliverer(store: Store, slack_fake: SlackFake) -> AsyncIterator[Deliverer]:
     d = Deliverer(store, slack_outbox(slack_fake), per_channel_interval=0.0, backoff=0.01)
     yield d
-    d.close()
+    await d.aclose()
+    await d.outbox.close()
 
 
 def subscribe(store: Store, *channels: str, keywords: tuple[str, ...] = ()) -> None:
@@ -206,3 +208,27 @@ async def test_print_outbox_prints_each_digest_once(
     assert "199603" in text  # the thread reply is printed too
     rows = Ledger.for_store(store).all_rows()
     assert [(r.channel_id, r.state) for r in rows] == [("C0EXAMPLE01", "posted")]
+
+
+async def test_a_broken_template_is_an_error_for_that_show_not_a_crash(
+    store: Store,
+    slack_fake: SlackFake,
+    feed_server: FeedServer,
+    http: httpx.AsyncClient,
+    deliverer: Deliverer,
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "digest.j2").write_text("{% if %}\n")
+    url = feed_server.route("/feed.xml", rss(rss_item(3)))
+    broken = settings_for(url, templates_dir=str(tmp_path))
+    subscribe(store, "C1")
+    report = await run_once(broken, store, deliverer.outbox, http, NOW, deliverer=deliverer)
+    assert [p.status for p in report.polls] == ["error"]
+    assert report.errors and "digest.j2" in report.errors[0]
+    assert slack_fake.messages("C1") == [] and Ledger.for_store(store).all_rows() == []
+    assert store.fetch_state("PyTorch").failures == 0  # not the feed's fault
+
+    fixed = settings_for(url)
+    again = await run_once(fixed, store, deliverer.outbox, http, NOW, deliverer=deliverer)
+    assert not again.errors
+    assert keys_in(slack_fake.messages("C1")) == ["PyTorch:pytorch-2026-10-03"]

@@ -13,6 +13,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.delivery import Deliverer
+from bot.poll import RunReport
 from bot.scheduler import build_scheduler, deliverer_of, run_clock
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.fetch import make_http_client
@@ -67,7 +68,7 @@ async def test_one_poll_job_per_show_with_stable_ids(
         assert isinstance(deliverer_of(scheduler), Deliverer)
         assert not scheduler.running
     finally:
-        deliverer_of(scheduler).close()
+        await deliverer_of(scheduler).aclose()
 
 
 async def test_running_clock_posts_and_moves_the_next_run(
@@ -81,7 +82,7 @@ async def test_running_clock_posts_and_moves_the_next_run(
         store.subscribe(TEAM, "C1", show.name, source="config")
     outbox = slack_outbox(slack_fake)
     deliverer = Deliverer(store, outbox, per_channel_interval=0.0)
-    reports = []
+    reports: list[RunReport] = []
     scheduler = build_scheduler(
         settings, store, outbox, http, deliverer=deliverer, on_report=reports.append
     )
@@ -97,12 +98,14 @@ async def test_running_clock_posts_and_moves_the_next_run(
         assert broken.failures == 1 and broken.next_poll_at is not None
         job = scheduler.get_job("poll:Broken")
         assert job.next_run_time == broken.next_poll_at  # Retry-After 1.5 h, not 15 min
+        assert broken.last_polled_at is not None
         assert broken.next_poll_at - broken.last_polled_at == timedelta(seconds=5400)
         fine = store.fetch_state("PyTorch")
         assert scheduler.get_job("poll:PyTorch").next_run_time == fine.next_poll_at
     finally:
         scheduler.shutdown(wait=False)
-        deliverer.close()
+        await deliverer.aclose()
+        await outbox.close()
 
 
 async def test_revoked_token_pauses_the_jobs(
@@ -115,7 +118,7 @@ async def test_revoked_token_pauses_the_jobs(
     slack_fake.tokens.clear()
     outbox = slack_outbox(slack_fake)
     deliverer = Deliverer(store, outbox, per_channel_interval=0.0)
-    reports = []
+    reports: list[RunReport] = []
     scheduler = build_scheduler(
         settings, store, outbox, http, deliverer=deliverer, on_report=reports.append
     )
@@ -131,7 +134,8 @@ async def test_revoked_token_pauses_the_jobs(
         assert slack_fake.messages("C1") == []
     finally:
         scheduler.shutdown(wait=False)
-        deliverer.close()
+        await deliverer.aclose()
+        await outbox.close()
 
 
 async def test_run_clock_until_stopped(
@@ -164,3 +168,34 @@ async def test_run_clock_until_stopped(
         assert [(s.team_id, s.source) for s in subs] == [("T0TEST", "config")]
     finally:
         check.close()
+
+
+async def test_many_shows_starting_together_stay_inside_the_pool(
+    store: Store, slack_fake: SlackFake, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    """Every job fires at start-up; on PostgreSQL each holds a lock connection while it polls."""
+    body = rss(rss_item(3))
+    feeds = [(f"Show{n:02d}", feed_server.route(f"/f{n}.xml", body)) for n in range(40)]
+    settings = settings_for(*feeds)
+    for name, url in feeds:
+        store.ensure_show(name, url, "pytorch/pytorch")
+        store.subscribe(TEAM, "C1", name, source="config")
+    outbox = slack_outbox(slack_fake)
+    deliverer = Deliverer(store, outbox, per_channel_interval=0.0)
+    reports: list[RunReport] = []
+    scheduler = build_scheduler(
+        settings, store, outbox, http, deliverer=deliverer, on_report=reports.append
+    )
+    scheduler.start()
+    try:
+        for _ in range(600):
+            if len(reports) == len(feeds):
+                break
+            await asyncio.sleep(0.05)
+        assert len(reports) == len(feeds)
+        assert all(not r.errors and r.polls[0].status == "ok" for r in reports)
+        assert len(keys_in(slack_fake.messages("C1"))) == len(feeds)
+    finally:
+        scheduler.shutdown(wait=False)
+        await deliverer.aclose()
+        await outbox.close()

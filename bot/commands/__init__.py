@@ -35,6 +35,7 @@ __all__ = ["Answer", "Deps", "Invocation", "answer", "run_command"]
 @dataclass(frozen=True)
 class Answer:
     message: Message
+    command: Command | None = None  # None when the text did not parse
     # Canonical text to re-run for "Share in channel"; None when the reply is not shareable
     # (help, changes, errors, and a refused share).
     share: str | None = None
@@ -80,12 +81,12 @@ def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = F
         return Answer(error_reply(exc))
     shareable = isinstance(command, SHAREABLE)
     if for_share and not shareable:
-        return Answer(share_gone())
+        return Answer(share_gone(), command)
     if isinstance(command, Week) and command.day is None:
         # Pin the week now, so a reply shared next Monday still shows the week it showed.
         command = Week(deps.today())
     reply = run_command(command, deps, invocation)
     if not shareable:
-        return Answer(reply)
+        return Answer(reply, command)
     share = unparse(command)
-    return Answer(reply if for_share else with_share(reply, share), share)
+    return Answer(reply if for_share else with_share(reply, share), command, share)

@@ -9,15 +9,15 @@ and a change in this process clears everything.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 from bot.commands.base import Deps, Invocation
 from bot.commands.parse import (
     CommandError,
-    Help,
     Latest,
     NearbyDate,
     NearbyPr,
@@ -34,7 +34,7 @@ V = TypeVar("V")
 
 DEFAULT_TTL = 15.0
 DEFAULT_SIZE = 512
-_SHARED = (Recent, Latest, NearbyDate, NearbyTitle, NearbyPr, Pr, Search, Help)
+_SHARED = (Recent, Latest, NearbyDate, NearbyTitle, NearbyPr, Pr, Search)
 
 
 def cache_key(text: str, deps: Deps, invocation: Invocation) -> str | None:
@@ -90,3 +90,23 @@ class TtlCache(Generic[V]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class SingleFlight(Generic[V]):
+    """Concurrent requests for one key share one computation.
+
+    Without it, an entry expiring under load sends every request in flight to the store at
+    once (50 at concurrency 50), and that burst is the whole p99. Use from one event loop.
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[str, asyncio.Future[V]] = {}
+
+    async def run(self, key: str, compute: Callable[[], Awaitable[V]]) -> V:
+        future = self._pending.get(key)
+        if future is None:
+            future = asyncio.ensure_future(compute())
+            self._pending[key] = future
+            future.add_done_callback(lambda _: self._pending.pop(key, None))
+        # shield: one caller giving up must not cancel the others' answer.
+        return await asyncio.shield(future)

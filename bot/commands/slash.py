@@ -11,6 +11,8 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from bot import messages as msg
 from bot.commands import Answer, answer
 from bot.commands.base import Deps, Invocation
+from bot.commands.cache import SingleFlight, TtlCache, cache_key
+from bot.commands.parse import Subscribe, Unsubscribe
 from bot.commands.replies import message, section
 from digests.errors import StoreError
 from digests.render.limits import Message
@@ -45,10 +47,28 @@ def invocation_of(command: dict[str, Any]) -> Invocation:
     )
 
 
-def register_slash(app: AsyncApp, deps: Deps) -> None:
+def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Answer] | None = None) -> None:
+    replies: TtlCache[Answer] = cache if cache is not None else TtlCache()
+    flights: SingleFlight[Answer] = SingleFlight()
+
+    async def cached(key: str, text: str, invocation: Invocation) -> Answer:
+        result = await answer_off_loop(text, deps, invocation)
+        if result.command is not None:  # failures are not remembered
+            replies.put(key, result)
+        return result
+
     @app.command(msg.COMMAND)
     async def on_episodes(ack: AsyncAck, command: dict[str, Any]) -> None:
         text = str(command.get("text") or "")
-        result = await answer_off_loop(text, deps, invocation_of(command))
+        invocation = invocation_of(command)
+        # The cache is touched only here, on the event loop: no lock needed.
+        key = cache_key(text, deps, invocation)
+        if key is None:
+            result = await answer_off_loop(text, deps, invocation)
+            if isinstance(result.command, Subscribe | Unsubscribe):
+                replies.clear()  # `week` answers depend on what the channel follows
+        else:
+            hit = replies.get(key)
+            result = hit or await flights.run(key, lambda: cached(key, text, invocation))
         reply = result.message
         await ack(response_type="ephemeral", text=reply["text"], blocks=reply["blocks"])

@@ -24,9 +24,7 @@ __all__ = ["parse_bytes"]
 
 _SNIFF = 16_384
 _LEADING_WS = re.compile(rb"[ \t\r\n]*")
-# The first real start tag: not a PI (<?), comment or doctype (<!).
-_FIRST_TAG = re.compile(r"<([A-Za-z_][\w.:-]*)")
-_PROLOG_SKIP = re.compile(r"<\?.*?\?>|<!--.*?-->|<![^\[>]*(?:\[.*?\])?\s*>", re.S)
+_TAG_NAME = re.compile(r"([A-Za-z_][\w.:-]{0,100})")
 _HTML_DOCTYPE = re.compile(r"<!doctype\s+html", re.I)
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 _CHARSET = re.compile(rb"""charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", re.I)
@@ -72,7 +70,8 @@ def _xml_parser() -> etree.XMLParser:
 
 def parse_bytes(data: bytes, source: str, content_type: str | None = None) -> ParsedSource:
     """Read a podcast feed (RSS, Atom) or one episode page (HTML, plain text)."""
-    if not data or _LEADING_WS.match(data).end() == len(data):  # type: ignore[union-attr]
+    blank = _LEADING_WS.match(data)
+    if not data or (blank is not None and blank.end() == len(data)):
         raise FeedParseError(source, "the document is empty")
     encoding = _bom_encoding(data)
     if encoding is None:
@@ -112,11 +111,31 @@ def _refuse_binary(data: bytes, source: str) -> None:
 
 
 def _root_name(head: str) -> str:
-    rest = _PROLOG_SKIP.sub("", head[:_SNIFF])
-    m = _FIRST_TAG.search(rest)
-    if m is None:
-        return ""
-    return m.group(1).rsplit(":", 1)[-1].lower()
+    """Local name of the first start tag, skipping PIs, comments and a doctype (linear)."""
+    i = 0
+    while True:
+        i = head.find("<", i)
+        if i < 0:
+            return ""
+        if head.startswith("<?", i):
+            end = head.find("?>", i)
+            i = end + 2 if end >= 0 else -1
+        elif head.startswith("<!--", i):
+            end = head.find("-->", i)
+            i = end + 3 if end >= 0 else -1
+        elif head.startswith("<!", i):
+            close = head.find(">", i)
+            subset = head.find("[", i)
+            if 0 <= subset < close:
+                # An internal subset holds '>' of its own: skip to "]" first.
+                bracket = head.find("]", subset)
+                close = head.find(">", bracket) if bracket >= 0 else -1
+            i = close + 1 if close >= 0 else -1
+        else:
+            m = _TAG_NAME.match(head, i + 1)
+            return m.group(1).rsplit(":", 1)[-1].lower() if m else ""
+        if i < 0:
+            return ""
 
 
 def _decode(data: bytes, encoding: str, errors: str = "strict") -> str:
@@ -194,5 +213,6 @@ def _parse_text(text: str, source: str) -> ParsedSource:
             "not a feed or episode page (no XML or HTML, and no episode title with a "
             "date, duration or transcript)",
         )
-    show, entry = text_page_entry(page)
+    url = source if source.startswith(("http://", "https://")) else None
+    show, entry = text_page_entry(page, url)
     return ParsedSource(kind="page-text", show_title=show, entries=(entry,))

@@ -168,6 +168,7 @@ def _rss_item(item: etree._Element, resolve: Callable[[object], str | None]) -> 
     f: dict[str, str] = {}
     audio: str | None = None
     link: str | None = None
+    permalink = False
     for child in item:
         field = resolve(child.tag)
         if field is None:
@@ -180,11 +181,16 @@ def _rss_item(item: etree._Element, resolve: Callable[[object], str | None]) -> 
                 link = (child.get("href") or "").strip() or None
         elif field not in f:
             f[field] = _text(child)
+            if field == "guid" and (child.get("isPermaLink") or "true").lower() != "false":
+                permalink = True
     title = squash(f.get("title") or f.get("itunes_title") or "")[:MAX_TITLE]
     guid = squash(f.get("guid", ""))[:MAX_TITLE] or None
     if not title and not guid:
         return None
     link = squash(f.get("link", ""))[:MAX_TITLE] or link
+    if link is None and permalink and guid and guid.startswith(("http://", "https://")):
+        # RSS 2.0: a guid that is a permalink is the item's URL when <link> is missing.
+        link = guid
     published = squash(f.get("published") or f.get("dc_date") or "")[:200] or None
     description = to_text(f.get("description") or f.get("summary"))
     transcript = to_text(f.get("content") or f.get("podcast_transcript"))

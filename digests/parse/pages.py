@@ -31,9 +31,11 @@ _META = re.compile(
     re.I,
 )
 _NEARBY = re.compile(
-    r"^(?:nearby|more|other|recent|related|previous) episodes(?:\s+(?:from|of)\s+(.+?))?\s*:?$",
+    r"^(?:nearby|more|other|recent|related|previous) episodes"
+    r"(?:\s+(?:from|of)\s+(.{1,200}?))?\s*:?$",
     re.I,
 )
+_MAX_HEADING = 300
 _TRANSCRIPT = re.compile(r"^(?:transcript(?: excerpt)?|episode transcript)\s*:?$", re.I)
 _OVERVIEW = re.compile(r"^(?:episode overview|overview|about this episode)\s*:?$", re.I)
 
@@ -113,6 +115,13 @@ def read_text_layout(text: str) -> TextPage:
                 page.nearby.append(item[:MAX_TITLE])
             continue
         if state == "end":
+            continue
+        if len(raw) > _MAX_HEADING:
+            # Only prose is this long; keeps the heading patterns off megabyte lines.
+            if state == "desc":
+                add(desc, raw)
+            elif state == "transcript":
+                add(body, raw)
             continue
         if state != "transcript":
             m = _META.match(_BULLET.sub("", raw, count=1))

@@ -303,11 +303,15 @@ class OwnerLock:
             try:
                 self._engine = sa.create_engine(ledger.engine.url, poolclass=NullPool)
                 self._conn = self._engine.connect()
-                self._conn.execute(sa.select(sa.func.pg_advisory_lock(advisory_key(owner))))
+                key = advisory_key(owner)
+                got = self._conn.execute(sa.select(sa.func.pg_try_advisory_lock(key))).scalar()
                 self._conn.commit()
             except sa.exc.SQLAlchemyError as exc:
                 self.close()
                 raise StoreError(f"delivery ledger: cannot take the owner lock: {exc}") from exc
+            if not got:  # never waits: an owner name is unique to one deliverer
+                self.close()
+                raise StoreError(f"delivery ledger: owner {owner!r} is already in use")
 
     def close(self) -> None:
         with _live_lock:

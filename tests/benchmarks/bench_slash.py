@@ -2,6 +2,7 @@
 
     .venv/bin/python -m tests.benchmarks.bench_slash [--requests 2000] [--concurrency 1 10 50]
                                                     [--database-url postgresql+psycopg://…]
+                                                    [--no-cache] [--rounds 3]
 
 Each server runs in its own process (uvicorn, same settings) so the aiohttp load generator
 does not share a GIL with it. The app's store (SQLite in a temp dir by default) is seeded
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # -- the servers (run with --serve in a child process) --------------------------------------
 
 
-def _serve_app(port: int, database_url: str, api_url: str) -> None:
+def _serve_app(port: int, database_url: str, api_url: str, cache_ttl: float) -> None:
     from bot.app import build_app
     from bot.server import build_asgi, serve
     from bot.slack import make_web_client
@@ -41,7 +43,13 @@ def _serve_app(port: int, database_url: str, api_url: str) -> None:
 
     settings = make_settings(api_url)
     store = Store.open(database_url)
-    app = build_app(settings, store, Renderer(tz=settings.tz), client=make_web_client(settings))
+    app = build_app(
+        settings,
+        store,
+        Renderer(tz=settings.tz),
+        client=make_web_client(settings),
+        reply_cache_ttl=cache_ttl,
+    )
     asyncio.run(serve(settings, build_asgi(app, store), host="127.0.0.1", port=port))
 
 
@@ -104,7 +112,11 @@ def _start(args: list[str], port: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.benchmarks.bench_slash", "--serve", *args],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # Settings read the environment first: keep a real token or URL out of the child.
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("SLACK_")},
+            "PYTHONPATH": str(ROOT),
+        },
     )
     deadline = time.monotonic() + 30
     import urllib.request
@@ -160,41 +172,61 @@ async def _measure(name: str, url: str, body: bytes, total: int, concurrency: in
     return Result(name, concurrency, latencies, seconds)
 
 
+def _median(results: list[Result], stat: Callable[[Result], float]) -> float:
+    return statistics.median(stat(r) for r in results)
+
+
+def _median_pct(results: list[Result], p: float) -> float:
+    return statistics.median(r.pct(p) for r in results)
+
+
 def _report(results: list[Result]) -> None:
+    """Medians over rounds (each round measures app and bare back to back)."""
     print(
-        f"{'server':<6} {'conc':>4} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
-        f"{'mean ms':>8} {'req/s':>8}"
+        f"{'server':<6} {'conc':>4} {'rounds':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
+        f"{'req/s':>8}   p99 per round"
     )
+    groups: dict[tuple[str, int], list[Result]] = {}
     for r in results:
+        groups.setdefault((r.name, r.concurrency), []).append(r)
+    for (name, c), rs in groups.items():
+        rounds = " ".join(f"{r.pct(99):.1f}" for r in rs)
         print(
-            f"{r.name:<6} {r.concurrency:>4} {len(r.latencies_ms):>5} {r.pct(50):>8.2f} "
-            f"{r.pct(95):>8.2f} {r.pct(99):>8.2f} {statistics.fmean(r.latencies_ms):>8.2f} "
-            f"{r.throughput:>8.0f}"
+            f"{name:<6} {c:>4} {len(rs):>6} {_median_pct(rs, 50):>8.2f} "
+            f"{_median_pct(rs, 95):>8.2f} {_median_pct(rs, 99):>8.2f} "
+            f"{_median(rs, lambda r: r.throughput):>8.0f}   {rounds}"
         )
-    print("\nratios app / bare (latency: lower is better; throughput: app share of bare)")
-    by = {(r.name, r.concurrency): r for r in results}
+    print("\nratios app / bare of the medians (latency: lower is better; throughput: app share)")
     for c in sorted({r.concurrency for r in results}):
-        app, bare = by[("app", c)], by[("bare", c)]
-        ratios = "  ".join(f"p{p} ×{app.pct(p) / bare.pct(p):.2f}" for p in (50, 95, 99))
-        print(f"  c={c:<3} {ratios}  throughput ×{app.throughput / bare.throughput:.2f}")
+        app, bare = groups[("app", c)], groups[("bare", c)]
+        ratios = "  ".join(
+            f"p{p} ×{_median_pct(app, p) / _median_pct(bare, p):.2f}" for p in (50, 95, 99)
+        )
+        share = _median(app, lambda r: r.throughput) / _median(bare, lambda r: r.throughput)
+        print(f"  c={c:<3} {ratios}  throughput ×{share:.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 10, 50])
+    parser.add_argument("--rounds", type=int, default=3, help="app/bare pairs per concurrency")
     parser.add_argument("--database-url", default=None)
+    parser.add_argument(
+        "--no-cache", action="store_true", help="answer every command from the store (TTL 0)"
+    )
     parser.add_argument("--serve", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.serve:
         kind, port, *rest = args.serve
         if kind == "app":
-            _serve_app(int(port), rest[0], rest[1])
+            _serve_app(int(port), rest[0], rest[1], float(rest[2]))
         else:
             _serve_bare(int(port), rest[0])
         return 0
 
+    from bot.commands.cache import DEFAULT_TTL
     from digests.store import Store
     from tests.feedserver import FeedServer
     from tests.fixtures.app import SlackSender, seed_store
@@ -207,11 +239,14 @@ def main(argv: list[str] | None = None) -> int:
         store.close()
         print(
             f"store: {database_url.split('://')[0]}, {len(episodes)} episodes; "
-            f"{args.requests} signed `/episodes recent` per run"
+            f"{args.requests} signed `/episodes recent` per run; reply cache: "
+            f"{'off' if args.no_cache else f'{DEFAULT_TTL:g} s'}; "
+            f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)"
         )
 
         app_port, bare_port = _free_port(), _free_port()
-        app_proc = _start(["app", str(app_port), database_url, fake.api_url], app_port)
+        ttl = "0" if args.no_cache else str(DEFAULT_TTL)
+        app_proc = _start(["app", str(app_port), database_url, fake.api_url, ttl], app_port)
         try:
             sender = SlackSender(f"http://127.0.0.1:{app_port}", fake)
             body = sender.slash_body("recent", response_url="https://hooks.invalid/r/1")
@@ -225,11 +260,16 @@ def main(argv: list[str] | None = None) -> int:
             bare_proc = _start(["bare", str(bare_port), str(body_file)], bare_port)
             try:
                 results: list[Result] = []
+                servers = [("app", app_port), ("bare", bare_port)]
                 for c in args.concurrency:
-                    for name, port in (("app", app_port), ("bare", bare_port)):
-                        url = f"http://127.0.0.1:{port}/slack/events"
-                        results.append(asyncio.run(_measure(name, url, body, args.requests, c)))
+                    for n in range(args.rounds):
+                        # Alternate who goes first: the machine is shared and load drifts.
+                        for name, port in servers if n % 2 == 0 else servers[::-1]:
+                            url = f"http://127.0.0.1:{port}/slack/events"
+                            result = asyncio.run(_measure(name, url, body, args.requests, c))
+                            results.append(result)
                 _report(results)
+                print(f"\nload average after: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
             finally:
                 bare_proc.terminate()
                 bare_proc.wait(10)
