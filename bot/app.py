@@ -59,7 +59,7 @@ def build_app(
     if not signing_secret:
         # An empty secret would let anyone sign requests (HMAC with an empty key); a random
         # one rejects every HTTP request instead, while Socket Mode (not signed) still works.
-        log.warning("SLACK_SIGNING_SECRET is not set: HTTP requests will all be refused")
+        log.info("no SLACK_SIGNING_SECRET: HTTP requests are refused (Socket Mode unaffected)")
         signing_secret = secrets.token_hex(32)
     # AsyncApp has no token_verification_enabled: with a token it calls auth.test once, on
     # the first request, and caches it. Without a token an authorize function stands in.

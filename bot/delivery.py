@@ -174,7 +174,8 @@ class Deliverer:
         self.store = store
         self.outbox = outbox
         self.ledger = Ledger.for_store(store)
-        self.per_channel_interval = per_channel_interval
+        # Pacing is Slack's rule; an outbox that only prints has no rate to respect.
+        self.per_channel_interval = per_channel_interval if getattr(outbox, "paced", True) else 0.0
         self.concurrency = max(1, concurrency)
         self.owner = owner or default_owner()
         self.clock = clock
@@ -344,7 +345,7 @@ class Deliverer:
             except PostFailure as exc:
                 if exc.category in ("channel", "auth"):
                     await self._mark(row, state="posted", ts=ts, error=f"thread: {exc.error}")
-                    await self._halt(item, exc, report, posted=True)
+                    await self._halt(item, exc, report)
                 log.warning("cannot read thread %s in %s: %s", ts, item.channel_id, exc)
         last: str | None = None
         for number, reply in enumerate(item.thread):
@@ -357,7 +358,7 @@ class Deliverer:
             except PostFailure as exc:
                 if exc.category in ("channel", "auth"):
                     await self._mark(row, state="posted", ts=ts, error=f"thread: {exc.error}")
-                    await self._halt(item, exc, report, posted=True)
+                    await self._halt(item, exc, report)
                 # The digest itself is in the channel: a missing reply is logged, not retried.
                 log.warning("thread reply %s for %s failed: %s", number, item.ident, exc)
                 return last, f"thread reply {number}: {exc.error}"
@@ -372,8 +373,15 @@ class Deliverer:
             )
         except PostFailure as exc:
             if exc.category in ("channel", "auth"):
-                await self._halt(item, exc, report, posted=True)
+                await self._halt(item, exc, report)
             report.failed[item.ident] = f"update: {exc.error}"
+            if exc.category == "fatal":
+                # The message is gone (deleted) or the edit is refused: stop trying this
+                # version rather than calling Slack again on every poll.
+                now, note = self.clock(), f"update: {exc.error}"
+                await self._db.run(
+                    lambda c: self.ledger.touch_hash(c, row.id, item.content_hash, now, note)
+                )
             return
         now = self.clock()
         # chat.update is idempotent: two workers updating at once cost a call, not a copy.
@@ -393,15 +401,15 @@ class Deliverer:
             return await self._post_once(item, item.message, part, thread_ts, report)
         except PostFailure as exc:
             if exc.category in ("channel", "auth"):
-                await self._halt(item, exc, report, posted=False, row=row)
+                await self._halt(item, exc, report, row=row, uncertain=exc.maybe_posted)
             if exc.category == "fatal":
                 await self._mark(
                     row, state="failed", error=exc.error, content_hash=item.content_hash
                 )
                 log.error("Slack refused %s: %s", item.ident, exc.error)
-            elif exc.category == "timeout":
-                # It may have landed: leave it ``posting`` with no owner, so the next run
-                # looks in the channel before posting again.
+            elif exc.maybe_posted:
+                # An attempt timed out and may have landed: leave it ``posting`` with no
+                # owner, so the next run looks in the channel before posting again.
                 await self._mark(row, owner=None, error=exc.error)
             else:
                 await self._mark(row, state="pending", error=exc.error)
@@ -420,6 +428,7 @@ class Deliverer:
         meta = metadata_for(item.key, item.kind, part, item.metadata)
         attempt = 0
         joined = False
+        timed_out = False
         claimed_at = self.clock()
         while True:
             attempt += 1
@@ -432,6 +441,8 @@ class Deliverer:
                     report,
                 )
             except PostFailure as exc:
+                timed_out = timed_out or exc.category == "timeout"
+                exc.maybe_posted = timed_out
                 if exc.error == "not_in_channel" and not joined:
                     # A public channel the bot was never added to: join it once and go on.
                     joined = True
@@ -508,7 +519,7 @@ class Deliverer:
             )
         except PostFailure as exc:
             if exc.category in ("channel", "auth"):
-                await self._halt(item, exc, report, posted=False, row=row)
+                await self._halt(item, exc, report, row=row, uncertain=True)
             # Without the history we cannot know: leave it for a later run rather than guess.
             await self._mark(row, owner=None, error=f"history: {exc.error}")
             report.failed[item.ident] = f"cannot check history: {exc.error}"
@@ -520,11 +531,18 @@ class Deliverer:
         exc: PostFailure,
         report: DeliveryReport,
         *,
-        posted: bool,
         row: LedgerRow | None = None,
+        uncertain: bool = False,
     ) -> None:
-        """A channel or workspace error: park the row and end this channel's sequence."""
-        if row is not None and not posted:
+        """A channel or workspace error: park the row and end this channel's sequence.
+
+        ``row`` is given when the digest is certainly not in the channel (``paused`` or
+        ``pending`` then), or may be (``uncertain``: left ``posting`` with no owner, so it
+        is looked for before any re-post).
+        """
+        if row is not None and uncertain:
+            await self._mark(row, owner=None, error=exc.error)
+        elif row is not None:
             state = "paused" if exc.category == "channel" else "pending"
             await self._mark(row, state=state, error=exc.error)
         report.failed[item.ident] = exc.error

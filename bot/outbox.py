@@ -72,6 +72,8 @@ class PostFailure(SlackError):
         super().__init__(method, error)
         self.category: Category = category
         self.retry_after = retry_after
+        # Set by whoever retried: an earlier attempt of the same post may have landed.
+        self.maybe_posted = category == "timeout"
 
 
 def classify(method: str, exc: BaseException) -> PostFailure:
@@ -310,6 +312,8 @@ class PrintOutbox:
     It keeps what it "posted" in memory so ``find`` and ``update`` behave like Slack's
     within one process; across processes the ledger is what prevents repeats.
     """
+
+    paced = False  # nothing to rate-limit: the deliverer does not space its "posts"
 
     def __init__(self, stream: TextIO, *, show_json: bool = False) -> None:
         self.stream = stream

@@ -185,9 +185,9 @@ def plan(
 ) -> tuple[list[Due], list[Delivery]]:
     """The decisions for one show and their rendered deliveries (each episode rendered once)."""
     keys = [episode_key(show, e.guid) for e in candidates]
-    due = decide(
-        show, candidates, subscriptions, ledger.entries("episode", keys), backfill=settings.backfill
-    )
+    channels = [(s.team_id, s.channel_id) for s in subscriptions]
+    entries = ledger.entries("episode", keys, channels)
+    due = decide(show, candidates, subscriptions, entries, backfill=settings.backfill)
     rendered: dict[str, tuple[dict[str, Any], tuple[dict[str, Any], ...]]] = {}
     items: list[Delivery] = []
     for d in due:
@@ -252,31 +252,34 @@ async def run_once(
         ledger = deliverer.ledger
         gate = poll_gate or poll_limit(ledger)
 
+        def after_poll(
+            show: ShowConfig, result: PollResult
+        ) -> tuple[list[Delivery], list[Delivery]]:
+            subs = store.subscriptions(show=show.name)
+            active = [s for s in subs if not s.paused and s.team_id not in deliverer.stopped_teams]
+            notices = notice_deliveries(result.notice, active) if result.notice else []
+            if result.status == "failed" or not active:
+                return notices, []
+            recent = store.recent(max(CANDIDATES, settings.backfill), [show.name])
+            candidates = candidate_episodes(recent, result.changed, limit=CANDIDATES)
+            _, items = plan(settings, show.name, candidates, active, ledger, renderer)
+            return notices, items
+
         async def one(show: ShowConfig) -> tuple[PollResult, list[Delivery], list[Delivery]]:
             async with gate:
                 return await locked(show)
 
         async def locked(show: ShowConfig) -> tuple[PollResult, list[Delivery], list[Delivery]]:
             lock = ShowLock(ledger, show.name)
-            got = await _db(lock.acquire)
+            # SQLite has one process and no lock to take: skip the thread hop.
+            got = await _db(lock.acquire) if ledger.is_postgres else True
             if not got:  # another clock is polling this show right now; it delivers too
                 return PollResult(show.name, "busy"), [], []
             try:
                 result = await poll_show(settings, store, http_client, show, now)
-                subs = await _db(lambda: store.subscriptions(show=show.name))
-                active = [
-                    s for s in subs if not s.paused and s.team_id not in deliverer.stopped_teams
-                ]
-                notices = notice_deliveries(result.notice, active) if result.notice else []
-                if result.status == "failed":
-                    return result, notices, []
-                recent = await _db(
-                    lambda: store.recent(max(CANDIDATES, settings.backfill), [show.name])
-                )
-                candidates = candidate_episodes(recent, result.changed, limit=CANDIDATES)
-                _, items = await _db(
-                    lambda: plan(settings, show.name, candidates, active, ledger, renderer)
-                )
+                # One thread hop for everything the decision reads (a cycle of many unchanged
+                # feeds is mostly this).
+                notices, items = await _db(lambda: after_poll(show, result))
                 return result, notices, items
             except Exception as exc:
                 # One show's bad template, parser bug or database hiccup must not stop the
@@ -286,7 +289,8 @@ async def run_once(
                 report.errors.append(f"{show.name}: {message}")
                 return PollResult(show.name, "error", error=message), [], []
             finally:
-                await _db(lock.release)
+                if ledger.is_postgres:
+                    await _db(lock.release)
 
         outcomes = await asyncio.gather(
             *(one(s) for s in (shows if shows is not None else settings.shows))

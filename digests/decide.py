@@ -23,6 +23,9 @@ Action = Literal["post", "update"]
 # deliverer's claim protocol resolves whether the earlier attempt landed.
 UNFINISHED: frozenset[str] = frozenset({"pending", "posting", "paused"})
 
+# New digests one channel may get in one poll (the newest ones).
+CATCH_UP = 10
+
 # A single failed fetch is routine (a deploy, a blip); channels hear about a feed only once
 # it has failed this many polls in a row.
 FAILING_AFTER = 2
@@ -93,6 +96,7 @@ def decide(
     ledger: Mapping[tuple[str, str], Mapping[str, LedgerEntry]],
     *,
     backfill: int = 1,
+    catch_up: int = CATCH_UP,
 ) -> list[Due]:
     """The deliveries due for ``show``, oldest episode first within each channel.
 
@@ -103,11 +107,14 @@ def decide(
     - a delivery that never finished (pending, posting, paused) is offered again;
     - a failed one is offered again only when the episode changed since;
     - an episode the channel has never had is due when it matches the keywords and is
-      either among the ``backfill`` newest or newer than an episode the channel already
+      either among the ``backfill`` newest or newer than the newest the channel already
       has — so a channel's first poll never floods it with the archive, and later polls
       miss nothing even if several episodes arrived at once or a run crashed midway;
     - an episode published after the subscription was made is due too (keyword channels
-      whose first match arrives together with another one).
+      whose first match arrives together with another one);
+    - but at most ``catch_up`` new posts per channel in one go, the newest: a channel
+      resumed after weeks archived gets the latest few, not a wall of digests (and the
+      older ones stay passed over, being older than what it then has).
     """
     candidates = [e for e in episodes if e.show == show]
     if not candidates:
@@ -121,7 +128,11 @@ def decide(
             continue
         entries = ledger.get((sub.team_id, sub.channel_id), {})
         known = [e.published_at for e in candidates if episode_key(show, e.guid) in entries]
-        since = min(known) if known else None
+        # Everything planned in one go gets its ledger row before the first post, so the
+        # newest the channel knows is a safe watermark: older ones were had or passed over.
+        since = max(known) if known else None
+        mine: list[Due] = []
+        new_keys: list[str] = []
         for episode in ordered:
             key = episode_key(show, episode.guid)
             entry = entries.get(key)
@@ -134,8 +145,11 @@ def decide(
                 )
                 if not (fresh and matches(episode, sub.keywords)):
                     continue
+                new_keys.append(key)
             if action is not None:
-                due.append(Due(sub.team_id, sub.channel_id, show, episode, action, key))
+                mine.append(Due(sub.team_id, sub.channel_id, show, episode, action, key))
+        dropped = set(new_keys[: max(0, len(new_keys) - catch_up)])
+        due.extend(d for d in mine if d.key not in dropped)
     return due
 
 

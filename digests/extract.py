@@ -10,13 +10,14 @@ import bisect
 import email.utils
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
+from operator import itemgetter
 
 import isodate
 
 from digests.models import Episode, ParsedSource, PullRequestRef, RawEntry
-from digests.parse.text import stable_guid
+from digests.parse.text import paragraphs, squash, stable_guid
 
 __all__ = [
     "build_episodes",
@@ -35,20 +36,29 @@ MAX_DURATION = 7 * 24 * 3600
 MAX_CONTEXT = 400
 MAX_PULL_REQUESTS = 200
 
-_PARAS = re.compile(r"\n\s*\n\s*")
-
 # ---------------------------------------------------------------- headline / summary
 
 
 def headline(title: str, show: str, *aliases: str | None) -> str:
     """The title without a leading ``Show: `` (or ``Show - ``), for the show or an alias."""
-    text = " ".join(title.split())
+    return _headline(squash(title), _show_names(show, *aliases))
+
+
+def _show_names(*names: str | None) -> list[tuple[str, str]]:
+    """(name, casefolded name) of each usable show name, in order; once per feed."""
+    out = []
+    for name in names:
+        if name:
+            name = squash(name)
+            if name:
+                out.append((name, name.casefold()))
+    return out
+
+
+def _headline(text: str, names: list[tuple[str, str]]) -> str:
     folded = text.casefold()
-    for name in (show, *aliases):
-        if not name:
-            continue
-        name = " ".join(name.split())
-        if not name or not folded.startswith(name.casefold()):
+    for name, folded_name in names:
+        if not folded.startswith(folded_name):
             continue
         m = _SHOW_SEP.match(text, len(name))
         if m and m.end() < len(text):
@@ -71,8 +81,19 @@ _BOILERPLATE = re.compile(
 )
 
 
-def _strip_boilerplate(text: str) -> str:
-    # Plain substring tests are far cheaper than the regex on text that has none of it.
+def summary(description: str) -> str:
+    """The description, boilerplate removed and whitespace normalised to single spaces."""
+    return _cleaned(description, squash)[0]
+
+
+def transcript(text: str) -> str:
+    """The transcript, boilerplate removed; paragraphs kept (blank-line separated)."""
+    return _cleaned(text, paragraphs)[0]
+
+
+def _cleaned(text: str, normalise: Callable[[str], str]) -> tuple[str, str]:
+    """``text`` without boilerplate, normalised; and its lower-case, which the PR scan
+    needs too (text from our own parsers is already normalised, so it is lowered once)."""
     lower = text.lower()
     if (
         "crawler page" in lower
@@ -80,22 +101,10 @@ def _strip_boilerplate(text: str) -> str:
         or "short developer briefing" in lower
         or "repository work in plain" in lower
     ):
-        return _BOILERPLATE.sub("", text)
-    return text
-
-
-def summary(description: str) -> str:
-    """The description, boilerplate removed and whitespace normalised to single spaces."""
-    return " ".join(_strip_boilerplate(description).split())
-
-
-def transcript(text: str) -> str:
-    """The transcript, boilerplate removed; paragraphs kept (blank-line separated)."""
-    text = _strip_boilerplate(text)
-    if "\n" not in text:
-        return " ".join(text.split())
-    parts = (" ".join(p.split()) for p in _PARAS.split(text))
-    return "\n\n".join(p for p in parts if p)
+        clean = normalise(_BOILERPLATE.sub("", text))
+        return clean, clean.lower()
+    clean = normalise(text)
+    return clean, (lower if clean == text else clean.lower())
 
 
 _LIST_MARK = re.compile(r"^\s*(?:[-*•·‣◦▪–]|\d{1,3}[.)])\s+")
@@ -285,28 +294,37 @@ def pull_requests(text: str, repo: str) -> tuple[PullRequestRef, ...]:
     )
 
 
-def _pull_requests(text: str, repo: str) -> list[tuple[int, str, str]]:
+def _pull_requests(
+    text: str, repo: str, lower: str | None = None, normalised: bool = False
+) -> list[tuple[int, str, str]]:
+    """(number, url, context) of each PR ``text`` names.
+
+    ``lower`` is ``text.lower()`` when the caller has it. ``normalised`` says ``text`` is
+    the output of ``summary`` or ``transcript`` (single spaces, paragraphs split by exactly
+    one blank line, nothing around): then sentences are found only around the mentions.
+    """
     if not text:
         return []
-    lower = text.lower()
+    if lower is None:
+        lower = text.lower()
     if len(lower) != len(text):
         # A few characters lower-case to two; keep offsets valid by scanning the original.
         lower = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
     found: list[tuple[int, int, str]] = []  # (position, number, url or "")
-    heads = _PR_HEAD.finditer(lower) if "pr" in lower or "pull" in lower else ()
-    for m in heads:
-        start = m.start()
-        if start and _word_char(lower[start - 1]):
-            continue
-        found.append((m.start(3), int(m.group(3)), ""))
-        if m.group(1) or m.group(2):
-            pos = m.end()
-            while len(found) < MAX_PULL_REQUESTS:
-                more = _PR_MORE.match(text, pos)
-                if more is None or _COUNT_AFTER.match(text, more.end()):
-                    break
-                found.append((more.start(1), int(more.group(1)), ""))
-                pos = more.end()
+    if "pr" in lower or "pull" in lower:
+        for m in _PR_HEAD.finditer(lower):
+            start = m.start()
+            if start and _word_char(lower[start - 1]):
+                continue
+            found.append((m.start(3), int(m.group(3)), ""))
+            if m.group(1) or m.group(2):
+                pos = m.end()
+                while len(found) < MAX_PULL_REQUESTS:
+                    more = _PR_MORE.match(text, pos)
+                    if more is None or _COUNT_AFTER.match(text, more.end()):
+                        break
+                    found.append((more.start(1), int(more.group(1)), ""))
+                    pos = more.end()
     if "github.com/" in lower:
         for m in _PR_LINK.finditer(lower):
             if m.start() and (lower[m.start() - 1].isalnum() or lower[m.start() - 1] == "-"):
@@ -318,30 +336,75 @@ def _pull_requests(text: str, repo: str) -> list[tuple[int, str, str]]:
         return []
     if len(found) > 1:
         found.sort(key=lambda f: f[0])
+    sentence = _local_sentences(text) if normalised else _all_sentences(text)
     base = f"https://github.com/{repo}/pull/"
     seen: set[str] = set()
     refs: list[tuple[int, str, str]] = []
-    # Sentence starts, found once per text and only because a PR needs its context.
-    starts = [0, *(m.end() for m in _SENTENCE_END.finditer(text))]
-    contexts: dict[int, str] = {}
     for pos, number, url in found:
         url = url or base + str(number)
         if url in seen:
             continue
         seen.add(url)
-        i = bisect.bisect_right(starts, pos) - 1
-        context = contexts.get(i)
-        if context is None:
-            end = starts[i + 1] if i + 1 < len(starts) else len(text)
-            context = " ".join(text[starts[i] : end].split())
-            if len(context) > MAX_CONTEXT:
-                context = _clip(context, pos - starts[i])
-            else:
-                contexts[i] = context
-        refs.append((number, url, context))
+        refs.append((number, url, sentence(pos)))
         if len(refs) >= MAX_PULL_REQUESTS:
             break
     return refs
+
+
+def _sentence_text(text: str, start: int, end: int) -> str:
+    return squash(text[start:end].rstrip())
+
+
+def _around(sentence: str, start: int, pos: int) -> str:
+    """The sentence as context for a mention at ``pos``: whole, or clipped around it."""
+    return _clip(sentence, pos - start) if len(sentence) > MAX_CONTEXT else sentence
+
+
+def _all_sentences(text: str) -> Callable[[int], str]:
+    """Context finder for any text: every sentence start, found once (only if a PR needs it)."""
+    starts = [0, *(m.end() for m in _SENTENCE_END.finditer(text))]
+    cache: dict[int, str] = {}
+
+    def sentence(pos: int) -> str:
+        i = bisect.bisect_right(starts, pos) - 1
+        whole = cache.get(i)
+        if whole is None:
+            end = starts[i + 1] if i + 1 < len(starts) else len(text)
+            cache[i] = whole = _sentence_text(text, starts[i], end)
+        return _around(whole, starts[i], pos)
+
+    return sentence
+
+
+def _local_sentences(text: str) -> Callable[[int], str]:
+    """Context finder for normalised text, called with increasing positions.
+
+    Scanning for sentence ends is the costliest part of finding PRs, and most of a
+    transcript is sentences without one. In normalised text a blank line only separates
+    paragraphs and every paragraph start is the end of a ``_SENTENCE_END`` match, so the
+    scan can resume at the paragraph of a mention (or where the last sentence ended) and
+    stop at the end of its sentence, with the same boundaries as a scan from the start.
+    """
+    bounds = [0, 0]  # the last sentence found: [start, end)
+    last = [""]  # and its text
+
+    def sentence(pos: int) -> str:
+        lo, hi = bounds
+        if lo <= pos < hi:
+            return _around(last[0], lo, pos)
+        para = text.rfind("\n\n", hi, pos)
+        start = para + 2 if para >= 0 else hi
+        end = len(text)
+        for m in _SENTENCE_END.finditer(text, start):
+            if m.end() > pos:
+                end = m.end()
+                break
+            start = m.end()
+        bounds[0], bounds[1] = start, end
+        last[0] = whole = _sentence_text(text, start, end)
+        return _around(whole, start, pos)
+
+    return sentence
 
 
 def _clip(sentence: str, at: int) -> str:
@@ -367,41 +430,51 @@ def _guid(entry: RawEntry) -> str:
 
 def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
     """Episodes of a parsed source, newest first, one per guid (first occurrence wins)."""
-    episodes: list[Episode] = []
+    rows: list[dict[str, object]] = []
     seen: set[str] = set()
-    alias = parsed.show_title
+    names = _show_names(show, parsed.show_title)
     for entry in parsed.entries:
         guid = _guid(entry)
         if guid in seen:
             continue
         seen.add(guid)
-        description = summary(entry.description)
-        text = transcript(entry.transcript)
-        found = _pull_requests(description, repo)
-        more = _pull_requests(text, repo)
+        description, lower = _cleaned(entry.description, squash)
+        found = _pull_requests(description, repo, lower, normalised=True)
+        text, lower = _cleaned(entry.transcript, paragraphs)
+        more = _pull_requests(text, repo, lower, normalised=True)
         if more:
-            known = {url for _, url, _ in found}
-            found.extend(ref for ref in more if ref[1] not in known)
-        refs = tuple(
-            PullRequestRef(number=number, url=url, context=context)
-            for number, url, context in found[:MAX_PULL_REQUESTS]
+            if found:
+                known = {url for _, url, _ in found}
+                found.extend(ref for ref in more if ref[1] not in known)
+            else:
+                found = more
+        title = squash(entry.title)
+        rows.append(
+            {
+                "guid": guid,
+                "show": show,
+                "title": title,
+                "headline": _headline(
+                    title,
+                    names
+                    if entry.show is None
+                    else _show_names(show, parsed.show_title, entry.show),
+                ),
+                "summary": description,
+                "published_at": published_at(entry.published) or UNKNOWN_DATE,
+                "duration_seconds": duration_seconds(entry.duration),
+                "url": entry.link or None,
+                "audio_url": entry.audio_url or None,
+                "pull_requests": [
+                    {"number": number, "url": url, "context": context}
+                    for number, url, context in found[:MAX_PULL_REQUESTS]
+                ],
+                "nearby": nearby(entry.nearby) if entry.nearby else (),
+                "transcript": text,
+            }
         )
-        title = " ".join(entry.title.split())
-        episodes.append(
-            Episode(
-                guid=guid,
-                show=show,
-                title=title,
-                headline=headline(title, show, alias, entry.show),
-                summary=description,
-                published_at=published_at(entry.published) or UNKNOWN_DATE,
-                duration_seconds=duration_seconds(entry.duration),
-                url=entry.link or None,
-                audio_url=entry.audio_url or None,
-                pull_requests=refs,
-                nearby=nearby(entry.nearby),
-                transcript=text,
-            )
-        )
-    episodes.sort(key=lambda e: e.published_at, reverse=True)
-    return episodes
+    rows.sort(key=itemgetter("published_at"), reverse=True)
+    # Validated here rather than trusted: the values are ours, but one pydantic-core call
+    # per episode (its PR refs included) costs less than building the refs one by one.
+    validate = Episode.model_validate
+    return [validate(row) for row in rows]

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-import pytest
 
 from bot.app import build_app
 from bot.server import build_asgi
 from config.settings import Settings
+from digests.models import PullRequestRef
 from digests.render import Renderer
 from digests.store import FetchState, Store
 from tests.fixtures.app import (
@@ -231,7 +231,9 @@ def test_nearby_finds_the_closest_episode(slack_app: RunningApp) -> None:
     ]
     for text, center in cases:
         body = reply(slack_app.sender.slash(text))
-        this = next(b for b in body["blocks"] if "*This episode*" in b.get("text", {}).get("text", ""))
+        this = next(
+            b for b in body["blocks"] if "*This episode*" in b.get("text", {}).get("text", "")
+        )
         assert center in this["text"]["text"], text
         assert share_value(body) == text
 
@@ -248,9 +250,9 @@ def test_pr_lists_every_episode_newest_first_with_the_sentence(slack_app: Runnin
         "*<https://github.com/pytorch/pytorch/pull/199720|Episodes naming PR #199720>*"
     )
     assert sections[1].startswith("Mon 5 Oct 2026")
-    assert "&gt; Three drafts, PRs 199720, 199721 and 199726" in sections[1]
+    assert "\n>Three drafts, PRs 199720, 199721 and 199726" in sections[1]
     assert sections[2].startswith("Fri 2 Oct 2026")
-    assert "&gt; An early draft, PR 199720, sketched the all-gather layout." in sections[2]
+    assert sections[2].endswith("\n>An early draft, PR 199720, sketched the all-gather layout.")
     assert len(sections) == 3
 
 
@@ -264,6 +266,7 @@ SEARCHES: list[tuple[str, list[str]]] = [
     ("watchdog", ["2026-10-02"]),  # transcript only
     ("sparse layouts", ["2026-10-01"]),
     ("Quiet Weekend", ["2026-10-03"]),
+    ("&lt;!channel&gt; Quiet", ["2026-10-03"]),  # as Slack sends `<!channel> Quiet`
     ("zebra unicorn", []),
     ('"NEAR( * OR', []),  # full-text syntax is data, not a query
     ("'; DROP TABLE episodes; --", []),
@@ -281,9 +284,9 @@ def _search_finds(slack_app: RunningApp, words: str, expected: list[str]) -> Non
     found = [
         e.url.rsplit("/", 1)[-1] for e in slack_app.episodes if e.url and f"{e.url}|" in listed
     ]
-    assert sorted(found) == sorted(expected)
+    assert sorted(found) == sorted(expected), words
     if not expected:
-        assert body["blocks"][0]["text"]["text"].startswith("Nothing matches")
+        assert body["blocks"][0]["text"]["text"].startswith("Nothing matches"), words
     assert slack_app.store.ping()
 
 
@@ -311,9 +314,9 @@ def _week_shows(slack_app: RunningApp, text: str, days: list[str], pinned: str) 
     found = [
         e.url.rsplit("/", 1)[-1] for e in slack_app.episodes if e.url and f"{e.url}|" in listed
     ]
-    assert sorted(found) == days
+    assert sorted(found) == days, text
     # The share button re-runs that same week, even after the week has turned.
-    assert share_value(body) == pinned
+    assert share_value(body) == pinned, text
 
 
 def test_subscribe_list_unsubscribe(slack_app: RunningApp) -> None:
@@ -343,6 +346,19 @@ def test_subscribe_list_unsubscribe(slack_app: RunningApp) -> None:
     assert slack_app.store.subscriptions(team_id=TEAM, channel_id=CHANNEL) == []
     again = reply(slack_app.sender.slash("unsubscribe"))
     assert "was not subscribed to any show" in again["blocks"][0]["text"]["text"]
+
+
+def test_config_subscriptions_are_marked_and_unsubscribing_says_they_return(
+    slack_app: RunningApp,
+) -> None:
+    slack_app.store.subscribe(TEAM, CHANNEL, "PyTorch", source="config")
+    listed = reply(slack_app.sender.slash("list"))
+    assert listed["blocks"][1]["text"]["text"] == "• *PyTorch* — set in the config file"
+    gone = reply(slack_app.sender.slash("unsubscribe"))
+    assert gone["blocks"][0]["text"]["text"] == (
+        "This channel no longer gets any episodes (1 subscription removed). It was set in the "
+        "config file, so it comes back when digestbot restarts: remove the channel there too."
+    )
 
 
 def test_subscribe_keywords_are_escaped(slack_app: RunningApp) -> None:
@@ -444,3 +460,37 @@ def test_huge_answers_stay_within_block_kit_limits(slack_app: RunningApp) -> Non
     for text in ("nearby pr 777", "search remarkably", "week 2026-08-03", "recent 20"):
         body = reply(slack_app.sender.slash(text))
         assert share_value(body) == text if text != "nearby pr 777" else "nearby #777"
+
+
+def test_pr_numbers_of_different_repositories_are_kept_apart(slack_app: RunningApp) -> None:
+    rust = slack_app.episodes[0].model_copy(
+        update={
+            "guid": "rust-2026-10-06",
+            "show": "Rust",
+            "title": "Rust: Borrow Checker Diaries",
+            "headline": "Borrow Checker Diaries",
+            "url": "https://episodes.example.test/rust/2026-10-06",
+            "published_at": datetime(2026, 10, 6, 13, 0, tzinfo=UTC),
+            "pull_requests": (
+                PullRequestRef(
+                    number=199720,
+                    url="https://github.com/rust-lang/rust/pull/199720",
+                    context="Rust's own PR 199720 speeds up incremental builds.",
+                ),
+            ),
+        }
+    )
+    slack_app.store.ensure_show("Rust", "https://episodes.example.test/rust.xml", "rust-lang/rust")
+    slack_app.store.upsert_episodes([rust], datetime(2026, 10, 7, tzinfo=UTC))
+    body = reply(slack_app.sender.slash("pr 199720"))
+    sections = [b["text"]["text"] for b in body["blocks"] if b["type"] == "section"]
+    assert sections[0] == (
+        "*<https://github.com/rust-lang/rust/pull/199720|"
+        "Episodes naming PR #199720 (rust-lang/rust)>*"
+    )
+    assert "Borrow Checker Diaries" in sections[1]
+    assert sections[2] == (
+        "*<https://github.com/pytorch/pytorch/pull/199720|"
+        "Episodes naming PR #199720 (pytorch/pytorch)>*"
+    )
+    assert len(sections) == 5

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from digests.models import PullRequestRef
 from digests.render.blocks import button_value
 from tests.fixtures.app import (
@@ -36,8 +34,16 @@ def acked(response: Any) -> None:
 # -- Share in channel ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", ["recent 3", "pr 199720", "nearby #199720", "week 2026-10-01"])
-def test_share_posts_the_same_blocks_in_channel(slack_app: RunningApp, text: str) -> None:
+# Tables run against one app each (one per row would double the run time); asserts name
+# their row.
+
+
+def test_share_posts_the_same_blocks_in_channel(slack_app: RunningApp) -> None:
+    for text in ["recent 3", "pr 199720", "nearby #199720", "week 2026-10-01"]:
+        _share_round_trip(slack_app, text)
+
+
+def _share_round_trip(slack_app: RunningApp, text: str) -> None:
     sender, fake = slack_app.sender, slack_app.fake
     original = sender.slash(text).json()
     url = fake.response_url()
@@ -47,10 +53,10 @@ def test_share_posts_the_same_blocks_in_channel(slack_app: RunningApp, text: str
     posted, deleted = wait_for(
         lambda: fake.responses(url) if len(fake.responses(url)) >= 2 else None
     )
-    assert posted["response_type"] == "in_channel"
+    assert posted["response_type"] == "in_channel", text
     assert posted["replace_original"] is False
     # Same blocks, minus our button, plus who shared it.
-    assert posted["blocks"][:-1] == original["blocks"][:-1]
+    assert posted["blocks"][:-1] == original["blocks"][:-1], text
     assert posted["blocks"][-1]["elements"][0]["text"] == f"Shared by <@{USER}>"
     assert_valid_message(posted)
     assert deleted["delete_original"] is True
@@ -68,24 +74,23 @@ def test_share_keeps_digest_buttons(slack_app: RunningApp) -> None:
     assert ids == ["digest_prs", "digest_nearby"]
 
 
-@pytest.mark.parametrize(
-    "value",
-    [
+def test_share_refuses_what_it_did_not_make(slack_app: RunningApp) -> None:
+    slack_app.store.subscribe(TEAM, CHANNEL, "PyTorch")
+    values = [
         json.dumps({"c": "subscribe fsdp"}),  # state-changing: never re-run by a button
         json.dumps({"c": "unsubscribe"}),
         "not json",
         json.dumps(["c", "recent"]),
-    ],
-)
-def test_share_refuses_what_it_did_not_make(slack_app: RunningApp, value: str) -> None:
-    slack_app.store.subscribe(TEAM, CHANNEL, "PyTorch")
-    url = slack_app.fake.response_url()
-    acked(slack_app.sender.block_action("episodes_share", value, response_url=url))
-    (answer,) = wait_for(lambda: slack_app.fake.responses(url))
-    assert "cannot be shared" in answer["text"]
-    assert answer.get("response_type", "ephemeral") == "ephemeral"
+    ]
+    for value in values:
+        url = slack_app.fake.response_url()
+        acked(slack_app.sender.block_action("episodes_share", value, response_url=url))
+        (answer,) = wait_for(lambda: slack_app.fake.responses(url))  # noqa: B023
+        assert "cannot be shared" in answer["text"], value
+        assert answer.get("response_type", "ephemeral") == "ephemeral", value
     subs = slack_app.store.subscriptions(team_id=TEAM, channel_id=CHANNEL)
     assert [(s.show, s.keywords) for s in subs] == [("PyTorch", ())]
+    assert slack_app.fake.calls_to("chat.postMessage") == []  # nothing posted anywhere
 
 
 # -- Key PRs and Nearby on digests ----------------------------------------------------------
@@ -156,21 +161,20 @@ def test_key_prs_falls_back_to_ephemeral_when_the_channel_refuses(slack_app: Run
     assert len(slack_app.fake.calls_to("chat.postMessage")) == 1
 
 
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
+def test_key_prs_without_prs_or_episode(slack_app: RunningApp) -> None:
+    cases = [
         (button_value("PyTorch", "pytorch-2026-10-03"), "names no pull requests"),
         (button_value("PyTorch", "no-such-guid"), "no longer in the archive"),
         (button_value("PyTorch", "x" * 3000), "no longer in the archive"),  # hashed form
         ("garbage", "no longer in the archive"),
-    ],
-)
-def test_key_prs_without_prs_or_episode(slack_app: RunningApp, value: str, expected: str) -> None:
-    url = slack_app.fake.response_url()
-    slack_app.sender.block_action("digest_prs", value, response_url=url, message_ts="1790000000.2")
-    answer = wait_for(lambda: slack_app.fake.responses(url))[0]
-    assert expected in answer["text"]
-    assert_valid_message(answer)
+    ]
+    for value, expected in cases:
+        url = slack_app.fake.response_url()
+        ts = "1790000000.2"
+        slack_app.sender.block_action("digest_prs", value, response_url=url, message_ts=ts)
+        answer = wait_for(lambda: slack_app.fake.responses(url))[0]  # noqa: B023
+        assert expected in answer["text"], value[:60]
+        assert_valid_message(answer)
     assert slack_app.fake.calls_to("chat.postMessage") == []
 
 

@@ -25,6 +25,7 @@ from bot.commands.parse import (
     parse_command,
     unparse,
 )
+from bot.commands.replies import read_share_value, share_value, with_share
 
 ONE = ["PyTorch"]
 TWO = ["PyTorch", "Rust Weekly"]
@@ -52,6 +53,9 @@ TWO = ["PyTorch", "Rust Weekly"]
         ("#199687", ONE, Pr(199687)),
         ("search all-gather fsdp", ONE, Search("all-gather fsdp")),
         ('search "quoted" NEAR(x)', ONE, Search('"quoted" NEAR(x)')),
+        # Slack sends &, < and > as entities, like all its text.
+        ("search a &amp; b &lt;x&gt;", ONE, Search("a & b <x>")),
+        ("search &amp;amp;", ONE, Search("&amp;")),
         ("week", ONE, Week(None)),
         ("week 2026-10-05", ONE, Week(date(2026, 10, 5))),
         ("subscribe", ONE, Subscribe("PyTorch")),
@@ -152,6 +156,8 @@ def test_echoed_arguments_are_short_and_cannot_close_backticks(value: str) -> No
         "nearby all gather",
         "pr 199687",
         "search fsdp mps",
+        "search a &amp; b &lt;!channel&gt;",
+        "search &amp;amp; typed literally",
         "week 2026-10-05",
         "list",
         "status",
@@ -178,3 +184,24 @@ def test_unparse_round_trips(text: str) -> None:
 )
 def test_only_read_only_commands_are_shareable(text: str, shareable: bool) -> None:
     assert isinstance(parse_command(text, ONE), SHAREABLE) is shareable
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "search " + "é" * 490,  # non-ASCII stays one character in the value
+        'search "quoted" \\ back\\slash <!channel>',
+        "nearby " + "ü" * 493,
+    ],
+)
+def test_share_values_round_trip(text: str) -> None:
+    value = share_value(text)
+    assert len(value) <= 2000
+    assert read_share_value(value) == text
+    reply = with_share({"text": "t", "blocks": []}, text)
+    assert reply["blocks"][-1]["elements"][0]["value"] == value
+
+
+def test_a_share_value_too_long_gets_no_button() -> None:
+    reply = with_share({"text": "t", "blocks": []}, "search " + '"' * 1200)
+    assert reply["blocks"] == []

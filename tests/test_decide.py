@@ -190,6 +190,30 @@ DECIDE_CASES = [
     ("no episodes", [], [sub()], {}, 1, []),
 ]
 
+MANY = [ep(day) for day in range(1, 16)]
+
+
+@pytest.mark.parametrize(
+    ("ledger", "catch_up", "expected"),
+    [
+        pytest.param({}, 3, ["g15"], id="first poll still only the newest"),
+        pytest.param(posted(MANY[0]), 3, ["g13", "g14", "g15"], id="back after weeks: newest 3"),
+        pytest.param(posted(MANY[0]), 20, [f"g{d}" for d in range(2, 16)], id="under the cap"),
+        pytest.param(
+            posted(MANY[0], MANY[12], MANY[13], MANY[14]), 3, [], id="the rest stay passed over"
+        ),
+        pytest.param(
+            {**posted(MANY[0]), **posted(MANY[1], state="pending")},
+            1,
+            ["g2", "g15"],
+            id="unfinished ones are not capped",
+        ),
+    ],
+)
+def test_catch_up_cap(ledger: dict[str, LedgerEntry], catch_up: int, expected: list[str]) -> None:
+    result = decide(SHOW, MANY, [sub()], {("T1", "C1"): ledger}, catch_up=catch_up)
+    assert [d.episode.guid for d in result] == expected
+
 
 @pytest.mark.parametrize(
     ("episodes", "subs", "ledger", "backfill", "expected"),

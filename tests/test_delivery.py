@@ -306,3 +306,16 @@ async def test_not_in_channel_joins_once_then_posts(
     assert report.posted == [(TEAM, "C1", "episode", "PyTorch:g1")]
     assert len(slack_fake.calls_to("conversations.join")) == 1
     assert copies(slack_fake, "C1", "PyTorch:g1") == 1
+
+
+async def test_update_of_a_deleted_message_is_given_up_once(
+    store: Store, slack_fake: SlackFake, deliverers: list[Deliverer]
+) -> None:
+    d = make(deliverers, store, slack_fake)
+    await d.deliver([item("C1", content="v1")])
+    slack_fake.fail_next("chat.update", error="message_not_found")
+    first = await d.deliver([item("C1", content="v2")])
+    second = await d.deliver([item("C1", content="v2")])
+    assert first.failed and second.unchanged
+    assert len(slack_fake.calls_to("chat.update")) == 1
+    assert len(slack_fake.calls_to("chat.postMessage")) == 1

@@ -181,3 +181,39 @@ def test_two_clocks_on_postgresql_post_each_digest_once(
     assert top_level_posts(slack_fake) == len(channels)
     fetches = feed_server.requests_to("/feed.xml")
     assert 1 <= len(fetches) <= 2
+
+
+HOLD_OWNER = """
+import sys, time
+from digests.store import Store
+from digests.store.ledger import Ledger, OwnerLock
+store = Store.open(sys.argv[1])
+lock = OwnerLock(Ledger.for_store(store), sys.argv[2])
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not os.environ.get("DIGESTBOT_TEST_POSTGRES_URL"), reason="needs PostgreSQL")
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_an_owner_is_alive_exactly_as_long_as_its_process(db_url: str) -> None:
+    """The other clock's rows are left alone while it lives and recovered once it is gone."""
+    store = Store.open(db_url)
+    ledger = Ledger.for_store(store)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_OWNER, db_url, "other-clock:42:abcd"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert ledger.owner_alive("other-clock:42:abcd")
+        assert not ledger.owner_alive("never-started:1:0000")
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=10)
+        assert wait_for(lambda: not ledger.owner_alive("other-clock:42:abcd"), timeout=10)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        store.close()

@@ -146,7 +146,9 @@ async def test_failing_feed_backs_off_and_tells_channels_once(
         polls.append(report.polls[0])
     assert [p.status for p in polls] == ["failed"] * 4
     assert [p.state.failures for p in polls] == [1, 2, 3, 4]
-    waits = [p.state.next_poll_at - (NOW + timedelta(hours=n)) for n, p in enumerate(polls)]
+    waits = [
+        (p.state.next_poll_at or NOW) - (NOW + timedelta(hours=n)) for n, p in enumerate(polls)
+    ]
     assert waits == [timedelta(minutes=m) for m in (30, 60, 120, 240)]
     state = store.fetch_state("PyTorch")
     assert state.last_error and "500" in state.last_error and state.failing_notified

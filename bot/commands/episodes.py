@@ -16,6 +16,7 @@ from bot.recap import week_message
 from digests.models import Episode
 from digests.render import escape
 from digests.render.limits import Message
+from digests.store import PrMention
 
 MAX_MENTIONS = 20
 MAX_SEARCH = 10
@@ -105,20 +106,36 @@ def _pr_url(episode: Episode, number: int) -> str | None:
 
 
 def pr(command: Pr, deps: Deps) -> Message:
+    """Every episode naming the PR, newest first, each with the sentence that names it.
+
+    Shows can follow different repositories, where #123 is a different PR: one heading per
+    PR URL, in order of the newest mention.
+    """
     mentions = deps.store.by_pr(command.number)
     if not mentions:
         return _nothing(msg.NOTHING_FOR_PR.format(number=command.number))
     title = msg.PR_TITLE.format(number=command.number)
-    url = _pr_url(mentions[0].episode, command.number)
-    heading = escape.link(url, title) if url else escape.mrkdwn(title)
-    blocks = [section(f"*{heading}*")]
+    groups: dict[str | None, list[PrMention]] = {}
     for mention in mentions[:MAX_MENTIONS]:
-        sentence = escape.mrkdwn(escape.truncate(mention.context, MAX_CONTEXT))
-        quote = f"\n> {sentence}" if sentence else ""
-        blocks.append(section(deps.renderer.episode_line(mention.episode) + quote))
+        groups.setdefault(_pr_url(mention.episode, command.number), []).append(mention)
+    blocks = []
+    for url, group in groups.items():
+        label = title if len(groups) == 1 or url is None else f"{title} ({_repo_of(url)})"
+        heading = escape.link(url, label) if url else escape.mrkdwn(label)
+        blocks.append(section(f"*{heading}*"))
+        for mention in group:
+            sentence = escape.mrkdwn(escape.truncate(escape.oneline(mention.context), MAX_CONTEXT))
+            quote = f"\n>{sentence}" if sentence else ""
+            blocks.append(section(f"{deps.renderer.episode_line(mention.episode)}{quote}"))
     if len(mentions) > MAX_MENTIONS:
         blocks.append(context(msg.HOME_MORE.format(count=len(mentions) - MAX_MENTIONS)))
     return message(f"{title}: {len(mentions)} episodes", blocks)
+
+
+def _repo_of(url: str) -> str:
+    """``owner/repo`` of a GitHub pull-request URL (the URL itself when it is not one)."""
+    parts = url.split("/")
+    return "/".join(parts[3:5]) if len(parts) > 5 and parts[5] == "pull" else url
 
 
 def search(command: Search, deps: Deps) -> Message:

@@ -14,6 +14,7 @@ from datetime import date
 
 from bot import messages as msg
 from digests.errors import DigestError
+from digests.render.escape import unescape
 
 MAX_RECENT = 20
 DEFAULT_RECENT = 5
@@ -274,12 +275,13 @@ def _no_args(name: str, args: list[str], command: Command) -> Command:
 
 
 def parse_command(text: str, shows: Sequence[str]) -> Command:
-    """Parse the text after ``/episodes``. Raises ``CommandError`` for bad arguments."""
+    """Parse the text after ``/episodes`` as Slack sends it (``&``, ``<``, ``>`` arrive as
+    entities, like all text in Slack). Raises ``CommandError`` for bad arguments."""
     if len(text) > msg.MAX_TEXT:
         raise CommandError(
             msg.TOO_LONG.format(length=f"{len(text):,}", command=msg.COMMAND, limit=msg.MAX_TEXT)
         )
-    words = text.split()
+    words = unescape(text).split()
     if not words:
         return Recent()
     head, args = words[0].casefold(), words[1:]
@@ -316,7 +318,16 @@ def parse_command(text: str, shows: Sequence[str]) -> Command:
 
 
 def unparse(command: Command) -> str:
-    """The canonical text of a command: what a "Share in channel" button re-runs."""
+    """The canonical text of a command as Slack would send it: what a "Share in channel"
+    button re-runs (``parse_command(unparse(c)) == c``)."""
+    return _slack_escape(_canonical(command))
+
+
+def _slack_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _canonical(command: Command) -> str:
     match command:
         case Recent(n):
             return f"recent {n}"

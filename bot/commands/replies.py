@@ -71,7 +71,7 @@ def share_gone() -> Message:
 
 
 def share_value(command_text: str) -> str:
-    return json.dumps({"c": command_text}, separators=(",", ":"))[:2000]
+    return json.dumps({"c": command_text}, separators=(",", ":"), ensure_ascii=False)
 
 
 def read_share_value(value: str) -> str | None:
@@ -85,10 +85,16 @@ def read_share_value(value: str) -> str | None:
 
 
 def with_share(reply: Message, command_text: str) -> Message:
-    """The reply plus a "Share in channel" button, still within the 50-block limit."""
+    """The reply plus a "Share in channel" button, still within the 50-block limit.
+
+    A command too long to fit a button's value (2,000 characters) gets no button: a cut
+    value would re-run some other command.
+    """
+    value = share_value(command_text)
+    if len(value) > limits.BUTTON_VALUE:
+        return reply
     button = blocks.actions(
-        [blocks.button(msg.SHARE_BUTTON, SHARE_ACTION, share_value(command_text))],
-        block_id=SHARE_ACTION,
+        [blocks.button(msg.SHARE_BUTTON, SHARE_ACTION, value)], block_id=SHARE_ACTION
     )
     kept = list(reply["blocks"])[: MAX_BLOCKS - 1]
     return Message(text=reply["text"], blocks=[*kept, button])

@@ -42,13 +42,22 @@ def subscribe(command: Subscribe, deps: Deps, invocation: Invocation) -> Message
 
 
 def unsubscribe(command: Unsubscribe, deps: Deps, invocation: Invocation) -> Message:
+    current = deps.store.subscriptions(
+        team_id=invocation.team_id, channel_id=invocation.channel_id, show=command.show
+    )
     removed = deps.store.unsubscribe(invocation.team_id, invocation.channel_id, command.show)
     if not removed:
         what = f"*{escape.mrkdwn(command.show)}*" if command.show else msg.ANY_SHOW
         return _reply(msg.NOT_SUBSCRIBED.format(what=what))
     if command.show:
-        return _reply(msg.UNSUBSCRIBED.format(show=escape.mrkdwn(command.show)))
-    return _reply(msg.UNSUBSCRIBED_ALL.format(count=removed))
+        text = msg.UNSUBSCRIBED.format(show=escape.mrkdwn(command.show))
+    else:
+        plural = "subscription" if removed == 1 else "subscriptions"
+        text = msg.UNSUBSCRIBED_ALL.format(removed=f"{removed} {plural}")
+    # The config file's channels are subscribed again at every start: say where to look.
+    if any(sub.source == "config" for sub in current):
+        text += " " + msg.FROM_CONFIG_RETURNS
+    return _reply(text)
 
 
 def subscription_line(sub: Subscription, deps: Deps) -> str:
@@ -64,6 +73,7 @@ def subscription_line(sub: Subscription, deps: Deps) -> str:
         show=escape.mrkdwn(sub.show),
         filter=wanted,
         recap="" if sub.recap else msg.LIST_NO_RECAP,
+        source=msg.LIST_FROM_CONFIG if sub.source == "config" else "",
         paused=paused,
     )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lxml import etree
+from pydantic import ValidationError
 
 from digests.errors import FeedParseError
 from digests.models import ParsedSource, RawEntry
@@ -140,7 +141,7 @@ def parse_rss(root: etree._Element, source: str) -> ParsedSource:
         raise FeedParseError(source, "RSS document has no <channel>")
     resolve = _field_resolver(_RSS_FIELDS)
     show_title: str | None = None
-    entries: list[RawEntry] = []
+    entries: list[dict[str, object]] = []
     # Items normally sit in <channel>; RSS 0.9x/1.0-style feeds put them beside it.
     containers = [channel, root]
     for container in containers:
@@ -155,16 +156,36 @@ def parse_rss(root: etree._Element, source: str) -> ParsedSource:
                 try:
                     entry = _rss_item(el, resolve)
                 except ValueError:
-                    # One item we cannot model must not cost the reader the whole feed.
+                    # One item we cannot read must not cost the reader the whole feed.
                     entry = None
                 if entry is not None:
                     entries.append(entry)
             elif local == "title" and container is channel and show_title is None:
                 show_title = squash(_text(el))[:MAX_TITLE] or None
-    return ParsedSource(kind="rss", show_title=show_title, entries=tuple(entries))
+    return _source("rss", show_title, entries)
 
 
-def _rss_item(item: etree._Element, resolve: Callable[[object], str | None]) -> RawEntry | None:
+def _source(kind: str, show_title: str | None, entries: list[dict[str, object]]) -> ParsedSource:
+    """All entries validated in one pydantic-core call (far cheaper than one per entry)."""
+    try:
+        return ParsedSource.model_validate(
+            {"kind": kind, "show_title": show_title, "entries": entries}
+        )
+    except ValidationError:
+        pass
+    # Rare: find the entries pydantic refuses and keep the others.
+    kept: list[RawEntry] = []
+    for fields in entries:
+        try:
+            kept.append(RawEntry.model_validate(fields))
+        except ValidationError:
+            continue
+    return ParsedSource(kind=kind, show_title=show_title, entries=tuple(kept))
+
+
+def _rss_item(
+    item: etree._Element, resolve: Callable[[object], str | None]
+) -> dict[str, object] | None:
     f: dict[str, str] = {}
     audio: str | None = None
     link: str | None = None
@@ -196,22 +217,22 @@ def _rss_item(item: etree._Element, resolve: Callable[[object], str | None]) -> 
     transcript = to_text(f.get("content") or f.get("podcast_transcript"))
     if guid is None:
         guid = stable_guid(link, title, published)
-    return RawEntry(
-        guid=guid,
-        title=title,
-        description=description,
-        transcript=transcript,
-        published=published,
-        duration=squash(f.get("duration", ""))[:100] or None,
-        link=link,
-        audio_url=audio[:MAX_TITLE] if audio else None,
-    )
+    return {
+        "guid": guid,
+        "title": title,
+        "description": description,
+        "transcript": transcript,
+        "published": published,
+        "duration": squash(f.get("duration", ""))[:100] or None,
+        "link": link,
+        "audio_url": audio[:MAX_TITLE] if audio else None,
+    }
 
 
 def parse_atom(root: etree._Element, source: str) -> ParsedSource:
     resolve = _field_resolver(_ATOM_FIELDS)
     show_title: str | None = None
-    entries: list[RawEntry] = []
+    entries: list[dict[str, object]] = []
     for el in root:
         tag = el.tag
         if tag == _ATOM + "entry":
@@ -225,10 +246,12 @@ def parse_atom(root: etree._Element, source: str) -> ParsedSource:
                 entries.append(entry)
         elif tag == _ATOM + "title" and show_title is None:
             show_title = squash(_atom_text(el))[:MAX_TITLE] or None
-    return ParsedSource(kind="atom", show_title=show_title, entries=tuple(entries))
+    return _source("atom", show_title, entries)
 
 
-def _atom_entry(entry: etree._Element, resolve: Callable[[object], str | None]) -> RawEntry | None:
+def _atom_entry(
+    entry: etree._Element, resolve: Callable[[object], str | None]
+) -> dict[str, object] | None:
     f: dict[str, str] = {}
     audio: str | None = None
     link: str | None = None
@@ -259,13 +282,13 @@ def _atom_entry(entry: etree._Element, resolve: Callable[[object], str | None]) 
     transcript = f.get("content") or to_text(f.get("podcast_transcript"))
     if guid is None:
         guid = stable_guid(link, title, published)
-    return RawEntry(
-        guid=guid,
-        title=title,
-        description=cap(description),
-        transcript=cap(transcript),
-        published=published,
-        duration=squash(f.get("duration", ""))[:100] or None,
-        link=link[:MAX_TITLE] if link else None,
-        audio_url=audio[:MAX_TITLE] if audio else None,
-    )
+    return {
+        "guid": guid,
+        "title": title,
+        "description": cap(description),
+        "transcript": cap(transcript),
+        "published": published,
+        "duration": squash(f.get("duration", ""))[:100] or None,
+        "link": link[:MAX_TITLE] if link else None,
+        "audio_url": audio[:MAX_TITLE] if audio else None,
+    }

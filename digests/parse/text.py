@@ -86,13 +86,44 @@ def cap(text: str, limit: int = MAX_TEXT) -> str:
 
 def squash(text: str) -> str:
     """All whitespace runs → one space, trimmed."""
+    # isprintable() is False for every whitespace character but the ASCII space, so text
+    # that passes these C-level checks is already squashed; splitting it into words and
+    # joining them again is the costliest step of reading a large feed.
+    if (
+        text.isprintable()
+        and "  " not in text
+        and not text.startswith(" ")
+        and not text.endswith(" ")
+    ):
+        return text
     return " ".join(text.split())
 
 
 def paragraphs(text: str) -> str:
     """Whitespace normalised inside paragraphs; paragraphs (blank-line separated) kept."""
     if "\n" not in text:
-        return " ".join(text.split())
+        return squash(text)
+    # A paragraph break is a whitespace run holding two newlines. When a line's only
+    # whitespace is the ASCII space, that is a line that squashes to nothing between
+    # two that do not, so lines can be read without splitting each into words.
+    out: list[str] = []
+    para: list[str] = []
+    for line in text.split("\n"):
+        if not line.isprintable():
+            return _paragraphs_general(text)
+        if "  " in line or line.startswith(" ") or line.endswith(" "):
+            line = " ".join(line.split())
+        if line:
+            para.append(line)
+        elif para:
+            out.append(para[0] if len(para) == 1 else " ".join(para))
+            para = []
+    if para:
+        out.append(para[0] if len(para) == 1 else " ".join(para))
+    return "\n\n".join(out)
+
+
+def _paragraphs_general(text: str) -> str:
     parts = (" ".join(p.split()) for p in _BLANKS.split(text))
     return "\n\n".join(p for p in parts if p)
 

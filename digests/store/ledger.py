@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -124,24 +124,54 @@ class Ledger:
 
     # -- reading ------------------------------------------------------------------------
     def entries(
-        self, kind: str, keys: Iterable[str]
+        self,
+        kind: str,
+        keys: Iterable[str],
+        channels: Iterable[tuple[str, str]] | None = None,
     ) -> dict[tuple[str, str], dict[str, LedgerEntry]]:
-        """What every channel has for ``keys``: the input :func:`digests.decide.decide` wants."""
+        """What each channel has for ``keys``: the input :func:`digests.decide.decide` wants.
+
+        With ``channels`` (team, channel) the query walks the unique index (team, channel,
+        kind, key) instead of scanning every channel's rows.
+        """
         wanted = sorted(set(keys))
         out: dict[tuple[str, str], dict[str, LedgerEntry]] = {}
         if not wanted:
             return out
-
-        def read(conn: sa.Connection) -> None:
+        columns = (
+            deliveries.c.team_id,
+            deliveries.c.channel_id,
+            deliveries.c.key,
+            deliveries.c.state,
+            deliveries.c.content_hash,
+        )
+        queries: list[sa.Select[Any]] = []
+        if channels is None:
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start : start + 500]
-                query = sa.select(
-                    deliveries.c.team_id,
-                    deliveries.c.channel_id,
-                    deliveries.c.key,
-                    deliveries.c.state,
-                    deliveries.c.content_hash,
-                ).where(deliveries.c.kind == kind, deliveries.c.key.in_(chunk))
+                queries.append(
+                    sa.select(*columns).where(
+                        deliveries.c.kind == kind, deliveries.c.key.in_(chunk)
+                    )
+                )
+        else:
+            by_team: dict[str, set[str]] = {}
+            for team, channel in channels:
+                by_team.setdefault(team, set()).add(channel)
+            for team, chans in sorted(by_team.items()):
+                ordered = sorted(chans)
+                for start in range(0, len(ordered), 500):
+                    queries.append(
+                        sa.select(*columns).where(
+                            deliveries.c.team_id == team,
+                            deliveries.c.channel_id.in_(ordered[start : start + 500]),
+                            deliveries.c.kind == kind,
+                            deliveries.c.key.in_(wanted),
+                        )
+                    )
+
+        def read(conn: sa.Connection) -> None:
+            for query in queries:
                 for team, channel, key, state, content_hash in conn.execute(query):
                     out.setdefault((team, channel), {})[key] = LedgerEntry(
                         state, content_hash or ""
@@ -151,21 +181,28 @@ class Ledger:
         return out
 
     def rows(self, conn: sa.Connection, idents: Sequence[Ident]) -> dict[Ident, LedgerRow]:
+        """The rows for ``idents``, looked up along the unique index (see :meth:`entries`)."""
         out: dict[Ident, LedgerRow] = {}
-        by_kind: dict[str, set[str]] = {}
-        for _, _, kind, key in idents:
-            by_kind.setdefault(kind, set()).add(key)
+        groups: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
+        for team, channel, kind, key in idents:
+            chans, keys = groups.setdefault((team, kind), (set(), set()))
+            chans.add(channel)
+            keys.add(key)
         wanted = set(idents)
-        for kind, keys in by_kind.items():
-            ordered = sorted(keys)
-            for start in range(0, len(ordered), 500):
-                query = sa.select(deliveries).where(
-                    deliveries.c.kind == kind, deliveries.c.key.in_(ordered[start : start + 500])
-                )
-                for r in conn.execute(query):
-                    row = _row(r)
-                    if row.ident in wanted:
-                        out[row.ident] = row
+        for (team, kind), (chans, keys) in sorted(groups.items()):
+            ordered_chans, ordered_keys = sorted(chans), sorted(keys)
+            for c in range(0, len(ordered_chans), 400):
+                for k in range(0, len(ordered_keys), 400):
+                    query = sa.select(deliveries).where(
+                        deliveries.c.team_id == team,
+                        deliveries.c.channel_id.in_(ordered_chans[c : c + 400]),
+                        deliveries.c.kind == kind,
+                        deliveries.c.key.in_(ordered_keys[k : k + 400]),
+                    )
+                    for r in conn.execute(query):
+                        row = _row(r)
+                        if row.ident in wanted:
+                            out[row.ident] = row
         return out
 
     def all_rows(
@@ -257,13 +294,18 @@ class Ledger:
         return result.rowcount == 1
 
     def touch_hash(
-        self, conn: sa.Connection, row_id: int, content_hash: str, now: datetime
+        self,
+        conn: sa.Connection,
+        row_id: int,
+        content_hash: str,
+        now: datetime,
+        error: str | None = None,
     ) -> None:
-        """After a ``chat.update``: the posted message now shows this content."""
+        """After a ``chat.update`` (or giving up on one): the version the row is done with."""
         conn.execute(
             sa.update(deliveries)
             .where(deliveries.c.id == row_id, deliveries.c.state == "posted")
-            .values(content_hash=content_hash, updated_at=now)
+            .values(content_hash=content_hash, updated_at=now, error=error)
         )
 
     def owner_alive(self, owner: str | None) -> bool:
@@ -356,10 +398,3 @@ class ShowLock:
             finally:
                 self._conn.close()
                 self._conn = None
-
-
-def group_by_channel(rows: Iterable[LedgerRow]) -> Mapping[tuple[str, str], list[LedgerRow]]:
-    out: dict[tuple[str, str], list[LedgerRow]] = {}
-    for row in rows:
-        out.setdefault((row.team_id, row.channel_id), []).append(row)
-    return out

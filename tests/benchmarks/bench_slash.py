@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,6 +90,7 @@ class Result:
     concurrency: int
     latencies_ms: list[float]
     seconds: float
+    cpu_seconds: float  # the server process's user+system CPU during the measured load
 
     def pct(self, p: float) -> float:
         data = sorted(self.latencies_ms)
@@ -98,6 +100,17 @@ class Result:
     @property
     def throughput(self) -> float:
         return len(self.latencies_ms) / self.seconds
+
+    @property
+    def cpu_ms(self) -> float:
+        """Server CPU per request: unlike latency, barely moved by others' load."""
+        return self.cpu_seconds * 1000 / len(self.latencies_ms)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _free_port() -> int:
@@ -166,10 +179,13 @@ async def _load(url: str, body: bytes, total: int, concurrency: int) -> tuple[li
         return latencies, time.perf_counter() - began
 
 
-async def _measure(name: str, url: str, body: bytes, total: int, concurrency: int) -> Result:
+async def _measure(
+    name: str, pid: int, url: str, body: bytes, total: int, concurrency: int
+) -> Result:
     await _load(url, body, min(200, total), concurrency)  # warm-up: connections, caches
+    cpu = _cpu_seconds(pid)
     latencies, seconds = await _load(url, body, total, concurrency)
-    return Result(name, concurrency, latencies, seconds)
+    return Result(name, concurrency, latencies, seconds, _cpu_seconds(pid) - cpu)
 
 
 def _median(results: list[Result], stat: Callable[[Result], float]) -> float:
@@ -184,7 +200,7 @@ def _report(results: list[Result]) -> None:
     """Medians over rounds (each round measures app and bare back to back)."""
     print(
         f"{'server':<6} {'conc':>4} {'rounds':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
-        f"{'req/s':>8}   p99 per round"
+        f"{'req/s':>8} {'CPU ms/req':>10}   p99 per round"
     )
     groups: dict[tuple[str, int], list[Result]] = {}
     for r in results:
@@ -194,7 +210,8 @@ def _report(results: list[Result]) -> None:
         print(
             f"{name:<6} {c:>4} {len(rs):>6} {_median_pct(rs, 50):>8.2f} "
             f"{_median_pct(rs, 95):>8.2f} {_median_pct(rs, 99):>8.2f} "
-            f"{_median(rs, lambda r: r.throughput):>8.0f}   {rounds}"
+            f"{_median(rs, lambda r: r.throughput):>8.0f} {_median(rs, lambda r: r.cpu_ms):>10.3f}"
+            f"   {rounds}"
         )
     print("\nratios app / bare of the medians (latency: lower is better; throughput: app share)")
     for c in sorted({r.concurrency for r in results}):
@@ -203,7 +220,29 @@ def _report(results: list[Result]) -> None:
             f"p{p} ×{_median_pct(app, p) / _median_pct(bare, p):.2f}" for p in (50, 95, 99)
         )
         share = _median(app, lambda r: r.throughput) / _median(bare, lambda r: r.throughput)
-        print(f"  c={c:<3} {ratios}  throughput ×{share:.2f}")
+        cpu = _median(app, lambda r: r.cpu_ms) / _median(bare, lambda r: r.cpu_ms)
+        print(f"  c={c:<3} {ratios}  throughput ×{share:.2f}  CPU/request ×{cpu:.2f}")
+
+
+@contextlib.contextmanager
+def _database(url: str | None, tmp: str) -> Iterator[str]:
+    """SQLite in ``tmp``, or a scratch schema of the PostgreSQL ``url``, dropped afterwards."""
+    if url is None or not url.startswith("postgresql"):
+        yield url or f"sqlite:///{tmp}/bench.sqlite3"
+        return
+    import sqlalchemy as sa
+
+    schema = f"bench_slash_{os.getpid()}"
+    admin = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with admin.begin() as conn:
+        conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+    try:
+        separator = "&" if "?" in url else "?"
+        yield f"{url}{separator}options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        admin.dispose()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -232,8 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     from tests.fixtures.app import SlackSender, seed_store
     from tests.slackfake import SlackFake
 
-    with tempfile.TemporaryDirectory() as tmp, SlackFake() as fake, FeedServer() as feeds:
-        database_url = args.database_url or f"sqlite:///{tmp}/bench.sqlite3"
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        SlackFake() as fake,
+        FeedServer() as feeds,
+        _database(args.database_url, tmp) as database_url,
+    ):
         store = Store.open(database_url)
         episodes = seed_store(store, feeds)
         store.close()
@@ -260,13 +303,13 @@ def main(argv: list[str] | None = None) -> int:
             bare_proc = _start(["bare", str(bare_port), str(body_file)], bare_port)
             try:
                 results: list[Result] = []
-                servers = [("app", app_port), ("bare", bare_port)]
+                servers = [("app", app_port, app_proc.pid), ("bare", bare_port, bare_proc.pid)]
                 for c in args.concurrency:
                     for n in range(args.rounds):
                         # Alternate who goes first: the machine is shared and load drifts.
-                        for name, port in servers if n % 2 == 0 else servers[::-1]:
+                        for name, port, pid in servers if n % 2 == 0 else servers[::-1]:
                             url = f"http://127.0.0.1:{port}/slack/events"
-                            result = asyncio.run(_measure(name, url, body, args.requests, c))
+                            result = asyncio.run(_measure(name, pid, url, body, args.requests, c))
                             results.append(result)
                 _report(results)
                 print(f"\nload average after: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
