@@ -63,8 +63,11 @@ def _show_options(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
     out = stdout or sys.stdout
     args = _parser().parse_args(argv)
+    # One-shot commands report through their output and one error line; services log.
+    one_shot = args.command in ("parse", "render", "recap") or getattr(args, "once", False)
+    quiet = logging.ERROR if one_shot else logging.WARNING
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
+        level=logging.INFO if args.verbose else quiet,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )

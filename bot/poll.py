@@ -44,7 +44,7 @@ T = TypeVar("T")
 # Episodes considered per show each cycle besides those that changed: the first poll's
 # backfill comes from these, and older ones are the archive the bot never posts.
 CANDIDATES = 25
-# Shows polled at once in one cycle (fewer on PostgreSQL: see run_once).
+# Shows polled at once in one cycle (fewer on PostgreSQL: see poll_limit).
 FETCH_CONCURRENCY = 16
 PG_CONCURRENCY = 5
 

@@ -30,8 +30,11 @@ async def run_once(settings: Settings, out: TextIO) -> object:
         team_id = await resolve_team_id(settings)
         await asyncio.to_thread(sync_config_channels, settings, store, team_id)
         outbox = make_outbox(settings, out)
-        async with make_http_client() as http_client:
-            report = await poll_once(settings, store, outbox, http_client, utcnow())
+        try:
+            async with make_http_client() as http_client:
+                report = await poll_once(settings, store, outbox, http_client, utcnow())
+        finally:
+            await outbox.close()
         print_report(report, out)
         return report
     finally:
@@ -182,8 +185,11 @@ async def _post_recap(
         message=message,
         thread=tuple(thread),
     )
-    deliverer = Deliverer(store, make_outbox(settings, out))
-    report = await deliverer.deliver([item])
+    outbox = make_outbox(settings, out)
+    try:
+        report = await Deliverer(store, outbox).deliver([item])
+    finally:
+        await outbox.close()
     if report.failed or report.paused or report.stopped_teams:
         why = next(
             iter([*report.failed.values(), *report.paused.values(), *report.stopped_teams.values()])

@@ -288,3 +288,26 @@ def test_recap_of_a_week_as_text_and_blocks(tmp_path: Path) -> None:
         Block.parse(block).validate_json()  # type: ignore[union-attr]
     assert "2026-W99" in one_line_error(cli("recap", "--week", "2026-W99", env=env, cwd=tmp_path))
     assert "--channel" in one_line_error(cli("recap", "--post", env=env, cwd=tmp_path))
+
+
+def test_recap_post_lands_once(tmp_path: Path, slack_fake: SlackFake, db_url: str) -> None:
+    env = {
+        "DATABASE_URL": db_url,
+        "DIGESTBOT_CONFIG": "",
+        "SLACK_BOT_TOKEN": "xoxb-test",
+        "SLACK_API_URL": slack_fake.api_url,
+    }
+    assert cli("run", "--once", env=env, cwd=tmp_path).returncode == 0
+    args = ("recap", "--week", "2026-W40", "--post", "--channel", "C0RECAP01")
+    first = cli(*args, env=env, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "recap 2026-W40 posted to C0RECAP01" in first.stdout
+    again = cli(*args, env=env, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "already posted" in again.stdout
+    posts = [m for m in slack_fake.messages("C0RECAP01") if not m.get("thread_ts")]
+    assert len(posts) == 1
+    assert "week 40" in posts[0]["text"]
+    slack_fake.channel_error("C0GONE0001", "is_archived")
+    gone = cli("recap", "--week", "2026-W40", "--post", "--channel", "C0GONE0001", env=env)
+    assert "is_archived" in one_line_error(gone)

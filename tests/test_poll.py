@@ -234,3 +234,35 @@ async def test_a_broken_template_is_an_error_for_that_show_not_a_crash(
     again = await run_once(fixed, store, deliverer.outbox, http, NOW, deliverer=deliverer)
     assert not again.errors
     assert keys_in(slack_fake.messages("C1")) == ["PyTorch:pytorch-2026-10-03"]
+
+
+async def test_429_500_and_an_archived_channel_mid_fan_out_lose_and_double_nothing(
+    store: Store,
+    slack_fake: SlackFake,
+    feed_server: FeedServer,
+    http: httpx.AsyncClient,
+    deliverer: Deliverer,
+) -> None:
+    channels = [f"C{n:03d}" for n in range(24)]
+    url = feed_server.route("/feed.xml", rss(rss_item(3), rss_item(2)), etag='"v1"')
+    settings = settings_for(url)
+    subscribe(store, *channels)
+    slack_fake.fail_next("chat.postMessage", status=429, retry_after=0.1, times=2)
+    slack_fake.fail_next("chat.postMessage", status=500, times=2)
+    slack_fake.channel_error("C011", "is_archived")
+    slack_fake.latency = 0.01
+
+    first = await run_once(settings, store, deliverer.outbox, http, NOW, deliverer=deliverer)
+    feed_server.route("/feed.xml", rss(rss_item(4), rss_item(3), rss_item(2)), etag='"v2"')
+    second = await run_once(settings, store, deliverer.outbox, http, NOW, deliverer=deliverer)
+
+    assert first.delivery.retries == 4 and first.delivery.paused == {(TEAM, "C011"): "is_archived"}
+    for channel in channels:
+        expected = (
+            []
+            if channel == "C011"
+            else ["PyTorch:pytorch-2026-10-03", "PyTorch:pytorch-2026-10-04"]
+        )
+        assert keys_in(slack_fake.messages(channel)) == expected, channel
+    assert store.subscriptions(channel_id="C011")[0].paused_reason == "is_archived"
+    assert not second.delivery.failed and len(second.delivery.posted) == len(channels) - 1

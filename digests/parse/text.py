@@ -16,6 +16,7 @@ MAX_ENTRIES = 10_000
 MAX_NEARBY = 50
 
 _BLANKS = re.compile(r"\n\s*\n\s*")
+_SPACES_LINE = re.compile(r"\n +\n")
 # '<' followed by something tag-like: "a < b" is text, "<p>" and "</p>" are markup.
 _LOOKS_HTML = re.compile(r"<[A-Za-z/!?]")
 _GITHUB_PULL = re.compile(r"^(?:https?://)?(?:www\.)?github\.com/[\w.-]+/[\w.-]+/pull/\d+", re.I)
@@ -103,23 +104,24 @@ def paragraphs(text: str) -> str:
     """Whitespace normalised inside paragraphs; paragraphs (blank-line separated) kept."""
     if "\n" not in text:
         return squash(text)
-    # A paragraph break is a whitespace run holding two newlines. When a line's only
-    # whitespace is the ASCII space, that is a line that squashes to nothing between
-    # two that do not, so lines can be read without splitting each into words.
+    if "\n " in text and _SPACES_LINE.search(text) is not None:
+        return _paragraphs_general(text)  # a line of spaces is a break too: read slowly
+    # A break is a whitespace run with two newlines. With no line of spaces, and with the
+    # ASCII space as the only other whitespace (isprintable), that is a run of newlines,
+    # which splitting at "\n\n" finds without splitting the text into words.
     out: list[str] = []
-    para: list[str] = []
-    for line in text.split("\n"):
-        if not line.isprintable():
+    for part in text.split("\n\n"):
+        if "\n" in part:
+            part = part.strip("\n").replace("\n", " ")
+        if not part:
+            continue
+        if not part.isprintable():
             return _paragraphs_general(text)
-        if "  " in line or line.startswith(" ") or line.endswith(" "):
-            line = " ".join(line.split())
-        if line:
-            para.append(line)
-        elif para:
-            out.append(para[0] if len(para) == 1 else " ".join(para))
-            para = []
-    if para:
-        out.append(para[0] if len(para) == 1 else " ".join(para))
+        if "  " in part or part[0] == " " or part[-1] == " ":
+            part = " ".join(part.split())
+            if not part:
+                continue
+        out.append(part)
     return "\n\n".join(out)
 
 
@@ -186,7 +188,8 @@ def _simple_html_to_text(markup: str) -> str | None:
         return None  # a PR link's href must survive: lxml path appends it
     text = _LI_OPEN.sub("\n\n- ", markup) if "<l" in markup or "<L" in markup else markup
     text = _BLOCK_TAG.sub("\n\n", text)
-    text = _OTHER_TAG.sub(_br_or_nothing, text)
+    if "<" in text:
+        text = _OTHER_TAG.sub(_br_or_nothing, text)
     if "&" in text:
         text = html.unescape(text)
     return paragraphs(text)
