@@ -78,6 +78,9 @@ class DeliveryReport:
     unchanged: list[Ident] = field(default_factory=list)  # already posted, nothing to do
     busy: list[Ident] = field(default_factory=list)  # another live worker holds it
     failed: dict[Ident, str] = field(default_factory=dict)
+    # Of ``failed``: left for a later attempt (transient failure, or cannot tell yet whether
+    # it landed), as opposed to refused for good or parked with a paused channel.
+    deferred: list[Ident] = field(default_factory=list)
     held: list[Ident] = field(default_factory=list)  # not attempted: channel paused/team stopped
     paused: dict[tuple[str, str], str] = field(default_factory=dict)  # (team, channel) → why
     stopped_teams: dict[str, str] = field(default_factory=dict)  # team → why
@@ -95,6 +98,7 @@ class DeliveryReport:
         self.unchanged += other.unchanged
         self.busy += other.busy
         self.failed.update(other.failed)
+        self.deferred += other.deferred
         self.held += other.held
         self.paused.update(other.paused)
         self.stopped_teams.update(other.stopped_teams)
@@ -189,6 +193,9 @@ class Deliverer:
         self._owner_lock: OwnerLock | None = None
         self._owner_task: asyncio.Future[OwnerLock] | None = None
         self._next_slot: dict[tuple[str, str], float] = {}
+        # Items some task of this deliverer is on right now: our own ``posting`` row is
+        # stale only when it is not among them.
+        self._active: set[Ident] = set()
         self._sem: asyncio.Semaphore | None = None
         self._sem_loop: asyncio.AbstractEventLoop | None = None
 
@@ -220,6 +227,13 @@ class Deliverer:
         self._owner_task = None
         self._executor.shutdown(wait=True)
 
+    async def orphans(self) -> list[LedgerRow]:
+        """Unfinished rows no live deliverer is on (see :meth:`Ledger.orphans`)."""
+        await self._ensure_owner()
+        return await self._thread(
+            lambda: self.ledger.orphans(self.owner, lambda ident: ident in self._active)
+        )
+
     async def aclose(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.close)
 
@@ -243,7 +257,7 @@ class Deliverer:
         idents = list(unique)
 
         def prepare(conn: sa.Connection) -> dict[Ident, LedgerRow]:
-            self.ledger.ensure(conn, new_rows, now)
+            self.ledger.ensure(conn, new_rows, now, self.owner)
             return self.ledger.rows(conn, idents)
 
         rows = await self._db.run(prepare)
@@ -271,6 +285,10 @@ class Deliverer:
             if row is None:  # pragma: no cover - ensure() just inserted it
                 report.failed[item.ident] = "ledger row missing"
                 continue
+            if item.ident in self._active:  # another deliver() of ours is on it right now
+                report.busy.append(item.ident)
+                continue
+            self._active.add(item.ident)
             try:
                 await self._one(item, row, report)
             except _Skip:
@@ -281,6 +299,9 @@ class Deliverer:
             except StoreError as exc:
                 log.error("ledger failure for %s: %s", item.ident, exc)
                 report.failed[item.ident] = str(exc)
+                report.deferred.append(item.ident)
+            finally:
+                self._active.discard(item.ident)
 
     async def _one(self, item: Delivery, row: LedgerRow, report: DeliveryReport) -> None:
         if row.state == "posted":
@@ -316,6 +337,10 @@ class Deliverer:
         else:
             ts = await self._post(item, row, report, part="digest", thread_ts=None)
             recovered = False
+            if item.thread:
+                # Known before any reply goes out: a crash among the replies then resumes
+                # from this ts instead of searching the channel's history for it.
+                await self._mark(row, ts=ts)
         # Replies can only exist already if the digest did before this attempt.
         thread_ts, note = await self._thread_replies(item, row, ts, recovered, report)
         await self._mark(
@@ -346,7 +371,13 @@ class Deliverer:
                 if exc.category in ("channel", "auth"):
                     await self._mark(row, state="posted", ts=ts, error=f"thread: {exc.error}")
                     await self._halt(item, exc, report)
+                # Posting the replies blind could double them: keep the digest's ts, give
+                # the row up (still ``posting``) and let a later run read the thread.
                 log.warning("cannot read thread %s in %s: %s", ts, item.channel_id, exc)
+                await self._mark(row, ts=ts, owner=None, error=f"thread: {exc.error}")
+                report.failed[item.ident] = f"cannot check thread: {exc.error}"
+                report.deferred.append(item.ident)
+                raise _Skip from exc
         last: str | None = None
         for number, reply in enumerate(item.thread):
             part = f"thread:{number}"
@@ -411,8 +442,10 @@ class Deliverer:
                 # An attempt timed out and may have landed: leave it ``posting`` with no
                 # owner, so the next run looks in the channel before posting again.
                 await self._mark(row, owner=None, error=exc.error)
+                report.deferred.append(item.ident)
             else:
                 await self._mark(row, state="pending", error=exc.error)
+                report.deferred.append(item.ident)
             report.failed[item.ident] = exc.error
             raise _Skip from exc
 
@@ -523,6 +556,7 @@ class Deliverer:
             # Without the history we cannot know: leave it for a later run rather than guess.
             await self._mark(row, owner=None, error=f"history: {exc.error}")
             report.failed[item.ident] = f"cannot check history: {exc.error}"
+            report.deferred.append(item.ident)
             raise _Skip from exc
 
     async def _halt(

@@ -17,6 +17,7 @@ from bot.commands.base import Deps
 from bot.commands.replies import Block, divider, section
 from bot.commands.replies import context as context_block
 from bot.commands.subscriptions import subscription_line
+from config.settings import CHANNEL_ID_PATTERN
 from digests.models import Episode
 from digests.render import blocks, escape, limits
 from digests.store import Subscription
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 
 HOME_EPISODES = 10
 HOME_SUBSCRIPTIONS = 60
-_CHANNEL_RE = re.compile(r"^[CGD][A-Z0-9]{2,}$")
+_CHANNEL_RE = re.compile(CHANNEL_ID_PATTERN)
 
 
 def _channel(channel_id: str) -> str:

@@ -56,14 +56,19 @@ def invocation_of(body: dict[str, Any]) -> Invocation:
 
 
 def episode_of(body: dict[str, Any], deps: Deps) -> Episode | None:
-    """The episode a digest button names (``{"show", "guid"}`` from the renderer)."""
+    """The episode a digest button names (``digests.render.blocks.button_value``): by guid,
+    or by its hash when the guid was too long for a button value."""
     value = read_button_value(str(_action(body).get("value") or ""))
-    show, guid = value.get("show"), value.get("guid")
-    if not show or not guid:
-        # The hashed form is only for GUIDs too long for a button; the store has no
-        # lookup by hash, so such an episode answers "gone" rather than a wrong one.
+    # No show: the value is not ours, or the show name itself was hashed (a name of some
+    # 2,000 characters, which no real show has): either way, "gone".
+    show = value.get("show")
+    if not show:
         return None
-    return deps.store.episode(show, guid)
+    if guid := value.get("guid"):
+        return deps.store.episode(show, guid)
+    if key := value.get("guid_sha256"):
+        return deps.store.episode_by_guid_key(show, key)
+    return None
 
 
 def _reply_kwargs(reply: Message) -> dict[str, Any]:

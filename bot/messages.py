@@ -40,6 +40,8 @@ HELP_EXAMPLES = (
     f"`{COMMAND} search all-gather`",
     f"`{COMMAND} subscribe PyTorch fsdp dtensor`",
 )
+USAGE_LABEL = "Usage: {usage}"
+EXAMPLES_LABEL = "Examples: {examples}"
 HELP_FOOTER = "Replies are visible only to you; use *Share in channel* to post one for everyone."
 UNKNOWN_SUBCOMMAND = "I don't know `{word}`."
 
@@ -70,8 +72,10 @@ RECENT_TITLE = "Latest {n} episodes"
 RECENT_TITLE_ONE = "Latest episode"
 NO_EPISODES = "No episodes yet: the first poll may not have run. Try again in a few minutes."
 NOTHING_NEAR = "No episode near {what}."
+NEAR_PR = "PR #{number}"
 NOTHING_FOR_PR = "No episode mentions PR #{number} yet."
 PR_TITLE = "Episodes naming PR #{number}"
+PR_TEXT = "{title}: {count} episode{s}"
 NOTHING_FOUND = "Nothing matches `{words}`."
 SEARCH_TITLE = "Episodes matching “{words}”"
 NEARBY_TITLE = "Around “{headline}”"
@@ -83,7 +87,7 @@ NEARBY_FROM_PAGE = "The episode page's own nearby list"
 SUBSCRIBED = "This channel now gets new *{show}* episodes{filter}."
 SUBSCRIBED_FILTER = " that mention {keywords}"
 UNSUBSCRIBED = "This channel no longer gets *{show}* episodes."
-UNSUBSCRIBED_ALL = "This channel no longer gets any episodes ({removed} removed)."
+UNSUBSCRIBED_ALL = "This channel no longer gets any episodes ({removed} subscription{s} removed)."
 FROM_CONFIG_RETURNS = (
     "It was set in the config file, so it comes back when digestbot restarts: remove the "
     "channel there too."

@@ -318,7 +318,13 @@ def poll_limit(ledger: Ledger) -> asyncio.Semaphore:
 
 
 async def _record_notices(store: Store, report: RunReport) -> None:
-    """Remember a feed's failure was announced (or its recovery) once a notice is out."""
+    """Remember a feed's failure was announced (or its recovery) once a notice is out.
+
+    Not while any channel's copy is still owed (a transient failure, another clock
+    mid-post): the next poll then makes the same notice again, under the same key, and the
+    ledger sends it only where it is missing. Channels that refused it for good (archived,
+    a revoked token) do not hold the others back.
+    """
     done = {
         ident[3]
         for ident in [
@@ -328,9 +334,16 @@ async def _record_notices(store: Store, report: RunReport) -> None:
         ]
         if ident[2] == "notice"
     }
+    owed = {
+        ident[3]
+        for ident in [*report.delivery.deferred, *report.delivery.busy]
+        if ident[2] == "notice"
+    }
     for poll in report.polls:
         notice = poll.notice
-        if notice is None or (notice.key not in done and not _nobody_to_tell(report, notice)):
+        if notice is None or notice.key in owed:
+            continue
+        if notice.key not in done and not _nobody_to_tell(report, notice):
             continue
         state = replace(poll.state, failing_notified=notice.kind == "failing")
         await asyncio.to_thread(store.save_fetch_state, poll.show, state)
@@ -346,6 +359,84 @@ def _nobody_to_tell(report: RunReport, notice: Notice) -> bool:
         *report.delivery.busy,
     ]
     return not any(i[2] == "notice" and i[3] == notice.key for i in idents)
+
+
+class Sweeper:
+    """Finishes what dead deliverers left: the other clock's half-done fan-out, a crashed run.
+
+    Each sweep asks the ledger for orphans (unfinished rows whose owner is gone, see
+    :meth:`Ledger.orphans`), plans their shows again from the store — no fetch: the
+    episodes are stored, and the decision re-offers every unfinished row — and delivers
+    those rows. The claim protocol does the rest: a row that may have landed is looked for
+    in the channel first. Orphans the plan no longer wants (the channel was paused or
+    unsubscribed since) are remembered as they are, so they are not planned every sweep.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        deliverer: Deliverer,
+        renderer: Renderer | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.deliverer = deliverer
+        self.renderer = renderer or Renderer(settings.templates_dir, tz=settings.tz)
+        self._passed_over: set[tuple[int, str, int]] = set()
+
+    def _show_of(self, key: str) -> str | None:
+        names = [s.name for s in self.settings.shows if key.startswith(f"{s.name}:")]
+        return max(names, key=len) if names else None
+
+    async def sweep(self) -> DeliveryReport:
+        orphans = [
+            r
+            for r in await self.deliverer.orphans()
+            # Notices are made again by the next poll until every channel has one, and the
+            # recap job owns its own; episodes are what a dead clock leaves half-delivered.
+            if r.kind == "episode" and (r.id, r.state, r.attempts) not in self._passed_over
+        ]
+        by_show: dict[str, set[tuple[str, str, str, str]]] = {}
+        for row in orphans:
+            show = self._show_of(row.key)
+            if show is None:  # a show no longer configured
+                self._passed_over.add((row.id, row.state, row.attempts))
+                continue
+            by_show.setdefault(show, set()).add(row.ident)
+        if not by_show:
+            return DeliveryReport()
+        log.info("recovering %d orphaned deliveries", sum(map(len, by_show.values())))
+        ledger = self.deliverer.ledger
+
+        def replan() -> list[Delivery]:
+            items: list[Delivery] = []
+            for show, idents in sorted(by_show.items()):
+                subs = [
+                    s
+                    for s in self.store.subscriptions(show=show)
+                    if not s.paused and s.team_id not in self.deliverer.stopped_teams
+                ]
+                recent = self.store.recent(max(CANDIDATES, self.settings.backfill), [show])
+                candidates = candidate_episodes(recent, [], limit=CANDIDATES)
+                _, planned = plan(self.settings, show, candidates, subs, ledger, self.renderer)
+                items += [i for i in planned if i.ident in idents]
+            return items
+
+        items = await _db(replan)
+        wanted = {i.ident for i in items}
+        for row in orphans:
+            if row.ident not in wanted:
+                self._passed_over.add((row.id, row.state, row.attempts))
+        report = await self.deliverer.deliver(items)
+        log.info(
+            "recovery sweep: %d posted, %d recovered, %d busy, %d failed",
+            len(report.posted),
+            len(report.recovered),
+            len(report.busy),
+            len(report.failed),
+        )
+        return report
 
 
 def print_report(report: RunReport, stream: TextIO) -> None:

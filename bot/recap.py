@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
@@ -30,6 +29,7 @@ from config.settings import Settings
 from digests.decide import matches
 from digests.models import Episode
 from digests.recap import aggregate, week_bounds, week_of
+from digests.render import Renderer
 from digests.render.limits import Message
 from digests.render.recap import render_recap
 from digests.store import Store, Subscription
@@ -81,7 +81,7 @@ def _week_episodes(
 def build_recap(
     settings: Settings,
     store: Store,
-    renderer: Any,
+    renderer: Renderer,
     *,
     year: int,
     week: int,
@@ -100,7 +100,7 @@ def build_recap(
 
 
 def week_message(
-    settings: Settings, store: Store, renderer: Any, day: date, shows: Sequence[str]
+    settings: Settings, store: Store, renderer: Renderer, day: date, shows: Sequence[str]
 ) -> Message:
     """``/episodes week [date]``: the recap of ``day``'s week as one message (no thread: what
     does not fit is counted), and a short line for a week without episodes."""
@@ -159,7 +159,7 @@ def _channel_episodes(subs: Sequence[Subscription], episodes: Sequence[Episode])
 def recap_deliveries(
     settings: Settings,
     store: Store,
-    renderer: Any,
+    renderer: Renderer,
     *,
     year: int,
     week: int,
@@ -210,7 +210,7 @@ async def post_recaps(
     settings: Settings,
     store: Store,
     deliverer: Deliverer,
-    renderer: Any,
+    renderer: Renderer,
     now: datetime,
     *,
     week: tuple[int, int] | None = None,
@@ -237,7 +237,7 @@ def recap_job(
     settings: Settings,
     store: Store,
     deliverer: Deliverer,
-    renderer: Any,
+    renderer: Renderer,
     *,
     clock: Callable[[], datetime] = _utcnow,
     grace: timedelta = RECAP_GRACE,

@@ -6,7 +6,7 @@ import logging
 from datetime import UTC, datetime
 
 from config.settings import Settings
-from digests.errors import ConfigError, DigestError
+from digests.errors import ConfigError, SlackError
 from digests.store import Store
 
 log = logging.getLogger(__name__)
@@ -62,5 +62,5 @@ async def resolve_team_id(settings: Settings) -> str:
     try:
         response = await client.auth_test()
     except Exception as exc:  # slack_sdk raises several unrelated types for one failure
-        raise DigestError(f"cannot reach Slack at {settings.slack_api_url}: {exc}") from exc
+        raise SlackError("auth.test", f"cannot reach {settings.slack_api_url} ({exc})") from exc
     return str(response.get("team_id") or settings.team_id)

@@ -25,7 +25,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.delivery import Deliverer
 from bot.outbox import Outbox
-from bot.poll import RunReport, poll_limit, run_once
+from bot.poll import RunReport, Sweeper, poll_limit, run_once
 from config.settings import Settings, ShowConfig
 from digests.render import Renderer
 from digests.store import Store
@@ -34,6 +34,11 @@ log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 ExtraJob = Callable[[AsyncIOScheduler], None]
+
+SWEEP_JOB = "sweep"
+# How often a clock looks for deliveries a dead clock (or crashed run) left unfinished: the
+# bound on how long a channel waits when the clock that was fanning out dies.
+SWEEP_SECONDS = 30.0
 
 _deliverers: WeakKeyDictionary[AsyncIOScheduler, Deliverer] = WeakKeyDictionary()
 _running: WeakKeyDictionary[AsyncIOScheduler, set[asyncio.Task[object]]] = WeakKeyDictionary()
@@ -69,8 +74,14 @@ def build_scheduler(
     deliverer: Deliverer | None = None,
     renderer: Renderer | None = None,
     on_report: Callable[[RunReport], None] | None = None,
+    sweep_seconds: float | None = SWEEP_SECONDS,
 ) -> AsyncIOScheduler:
     """An ``AsyncIOScheduler`` (not started) with a poll job per configured show.
+
+    Plus the recovery sweep (id ``sweep``, every ``sweep_seconds``, first at start-up;
+    None leaves it out): the poll jobs re-offer only their own show's unfinished rows and
+    only every ``poll_minutes``, so when another clock dies mid fan-out it is the sweep
+    that finishes its channels.
 
     ``now`` is a clock (or a fixed time, for tests that only inspect the jobs).
     """
@@ -134,6 +145,30 @@ def build_scheduler(
             misfire_grace_time=schedule.poll_minutes * 60,
             next_run_time=first_run(store, show.name, clock()),
         )
+    if sweep_seconds is not None:
+        sweeper = Sweeper(settings, store, deliverer, renderer)
+
+        async def sweep() -> None:
+            task = asyncio.current_task()
+            if task is not None:
+                running.add(task)
+                task.add_done_callback(running.discard)
+            try:
+                await sweeper.sweep()
+            except Exception:  # like a poll: log it, look again next time
+                log.exception("recovery sweep failed")
+
+        scheduler.add_job(
+            sweep,
+            trigger=IntervalTrigger(seconds=sweep_seconds),
+            id=SWEEP_JOB,
+            name="recover orphaned deliveries",
+            replace_existing=True,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=max(1, int(sweep_seconds)),
+            next_run_time=clock(),
+        )
     for add in extra_jobs:
         add(scheduler)
     return scheduler
@@ -170,7 +205,11 @@ def _after(
 
 
 async def run_clock(
-    settings: Settings, *, stop: asyncio.Event | None = None, grace: float = 30.0
+    settings: Settings,
+    *,
+    stop: asyncio.Event | None = None,
+    grace: float = 30.0,
+    sweep_seconds: float | None = SWEEP_SECONDS,
 ) -> None:
     """The clock process: store, outbox, HTTP client, scheduler; runs until SIGTERM/SIGINT."""
     from bot.outbox import make_outbox
@@ -204,6 +243,7 @@ async def run_clock(
             extra_jobs=extra,
             deliverer=deliverer,
             renderer=renderer,
+            sweep_seconds=sweep_seconds,
         )
         scheduler.start()
         log.info("clock started: %d jobs", len(scheduler.get_jobs()))

@@ -11,7 +11,7 @@ from typing import TextIO
 
 from bot.runtime import open_store, resolve_team_id, sync_config_channels, utcnow
 from config.settings import Settings
-from digests.errors import ConfigError, DigestError
+from digests.errors import ConfigError, SlackError
 from digests.render import Message, Renderer
 from digests.store import Store
 
@@ -110,8 +110,8 @@ async def run_all(settings: Settings) -> None:
     stop.set()
     await asyncio.gather(*tasks, return_exceptions=True)
     for task in done:
-        if task.exception() is not None:
-            raise task.exception()  # type: ignore[misc]
+        if (error := task.exception()) is not None:
+            raise error
 
 
 async def recap(
@@ -131,7 +131,7 @@ async def recap(
 
     if post and not channel:
         raise ConfigError("--post needs --channel C… (the Slack channel ID to post to)")
-    names = []
+    names: list[str] = []
     for name in shows or []:
         show = settings.show(name)
         if show is None:
@@ -194,7 +194,7 @@ async def _post_recap(
         why = next(
             iter([*report.failed.values(), *report.paused.values(), *report.stopped_teams.values()])
         )
-        raise DigestError(f"recap {key} was not posted to {channel}: {why}")
+        raise SlackError("chat.postMessage", f"recap {key} was not posted to {channel}: {why}")
     state = "already posted" if (report.unchanged or report.recovered) else "posted"
     out.write(f"recap {key} {state} to {channel}\n")
     return 0

@@ -6,7 +6,6 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -16,36 +15,11 @@ from bot.commands.base import Deps
 from bot.commands.replies import Block, context, section
 from digests.models import Episode
 from digests.render import escape
-from digests.store import Store
 
 log = logging.getLogger(__name__)
 
 MAX_LINKS = 5  # Slack sends at most a handful per message; more is not a real paste
 SUMMARY_CHARS = 300
-
-
-def url_variants(url: str) -> list[str]:
-    """The forms one episode URL is pasted in: as is, without fragment, ±trailing slash."""
-    out = [url]
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return out
-    base = urlunsplit((parts.scheme, parts.netloc, parts.path, parts.query, ""))
-    path = parts.path[:-1] if parts.path.endswith("/") else parts.path + "/"
-    other = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
-    for candidate in (base, other):
-        if candidate not in out:
-            out.append(candidate)
-    return out
-
-
-def find_episode(store: Store, url: str) -> Episode | None:
-    for candidate in url_variants(url):
-        episode = store.episode_by_url(candidate)
-        if episode is not None:
-            return episode
-    return None
 
 
 def unfurl_blocks(episode: Episode, deps: Deps) -> list[Block]:
@@ -63,7 +37,8 @@ def unfurls_for(links: Sequence[dict[str, Any]], deps: Deps) -> dict[str, dict[s
         url = str(item.get("url") or "") if isinstance(item, dict) else ""
         if not url or url in unfurls:
             continue
-        episode = find_episode(deps.store, url)
+        # The store also matches the spellings a paste adds: #fragment, trailing slash, http.
+        episode = deps.store.episode_by_url(url)
         if episode is not None:
             unfurls[url] = {"blocks": unfurl_blocks(episode, deps)}
     return unfurls

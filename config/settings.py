@@ -16,6 +16,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from digests.errors import ConfigError
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+# Public channels (C), private ones and group DMs (G), DMs (D).
+CHANNEL_ID_PATTERN = r"^[CGD][A-Z0-9]{2,}$"
 _RECAP_RE = re.compile(r"^(mon|tue|wed|thu|fri|sat|sun)\s+([01]?\d|2[0-3]):([0-5]\d)$")
 
 
@@ -39,7 +41,7 @@ class ShowConfig(_Strict):
 
 
 class ChannelConfig(_Strict):
-    id: str = Field(pattern=r"^[CGD][A-Z0-9]{2,}$")
+    id: str = Field(pattern=CHANNEL_ID_PATTERN)
     team: str = ""
     shows: list[str] = Field(default_factory=list)
     keywords: list[str] = Field(default_factory=list)

@@ -29,6 +29,25 @@ class FetchError(DigestError):
         self.reason = reason
 
 
+class FeedHTTPError(FetchError):
+    """The server answered with an error ``status`` (404, 410, 500…): a caller can tell a
+    feed that is gone (404/410) from one having a bad day (5xx)."""
+
+    def __init__(self, url: str, reason: str, status: int) -> None:
+        super().__init__(url, reason)
+        self.status = status
+
+
+class FeedUnavailable(FeedHTTPError):
+    """The server said "later" (429 or 503); ``retry_after`` is how long, in seconds, if given."""
+
+    def __init__(
+        self, url: str, reason: str, retry_after: float | None = None, *, status: int = 503
+    ) -> None:
+        super().__init__(url, reason, status)
+        self.retry_after = retry_after
+
+
 class FeedParseError(DigestError):
     """Fetched bytes are not a feed or episode page we can read."""
 

@@ -339,10 +339,6 @@ _FULL_STOP_END = re.compile(
 )
 
 
-def _word_char(c: str) -> bool:
-    return c.isalnum() or c == "_"
-
-
 def pull_requests(text: str, repo: str) -> tuple[PullRequestRef, ...]:
     """Every PR the text names, in order of first mention, no repeats, with its sentence."""
     return tuple(
@@ -382,17 +378,16 @@ def _pull_requests(
                     append((more.start(1), int(more.group(1)), ""))
                     pos = more.end()
     if "github.com/" in lower:
-        heads = len(found)
         for m in _PR_LINK.finditer(lower):
             if m.start() and (lower[m.start() - 1].isalnum() or lower[m.start() - 1] == "-"):
                 continue  # "notgithub.com/…" is another host
             owner, name = text[m.start(1) : m.end(1)], text[m.start(2) : m.end(2)]
             url = f"https://github.com/{owner}/{name}/pull/{m.group(3)}"
             append((m.start(), int(m.group(3)), url))
-        if heads and len(found) > heads:
-            found.sort()  # positions are distinct: only they are compared
     if not found:
         return []
+    if len(found) > 1:
+        found.sort()  # by position: positions are distinct, so nothing else is compared
     if normalised:
         starts = _paragraph_sentence_starts(text, found[0][0], found[-1][0])
     else:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
 from typing import Literal
@@ -31,7 +31,7 @@ from urllib.request import url2pathname
 import httpcore
 import httpx
 
-from digests.errors import FetchError
+from digests.errors import FeedHTTPError, FeedUnavailable, FetchError
 
 USER_AGENT = "digestbot/0.1 (+https://github.com/digestbot/digestbot)"
 ACCEPT = (
@@ -41,25 +41,6 @@ ACCEPT = (
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _CHUNK = 64 * 1024
-
-
-class FeedHTTPError(FetchError):
-    """The server answered with an error ``status`` (404, 410, 500…): a caller can tell a
-    feed that is gone (404/410) from one having a bad day (5xx)."""
-
-    def __init__(self, url: str, reason: str, status: int) -> None:
-        super().__init__(url, reason)
-        self.status = status
-
-
-class FeedUnavailable(FeedHTTPError):
-    """The server said "later" (429 or 503); ``retry_after`` is how long, in seconds, if given."""
-
-    def __init__(
-        self, url: str, reason: str, retry_after: float | None = None, *, status: int = 503
-    ) -> None:
-        super().__init__(url, reason, status)
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -447,16 +428,6 @@ async def _fetch(
 async def _finish(response: httpx.Response, url: str, max_bytes: int) -> FetchResult:
     status = response.status_code
     retry_after = parse_retry_after(response.headers.get("Retry-After"), time.time())
-    if status == 304:
-        return FetchResult(
-            "not_modified",
-            None,
-            url,
-            etag=response.headers.get("ETag"),
-            last_modified=response.headers.get("Last-Modified"),
-            retry_after=retry_after,
-            max_age=parse_max_age(response.headers.get("Cache-Control")),
-        )
     if status in (429, 503):
         reason = f"HTTP {status} {response.reason_phrase}".rstrip()
         if retry_after is not None:
@@ -464,18 +435,25 @@ async def _finish(response: httpx.Response, url: str, max_bytes: int) -> FetchRe
         raise FeedUnavailable(url, reason, retry_after, status=status)
     if status >= 400:
         raise FeedHTTPError(url, f"HTTP {status} {response.reason_phrase}".rstrip(), status)
-    if not 200 <= status < 300:
+    if status != 304 and not 200 <= status < 300:
         raise FetchError(url, f"unexpected HTTP {status} {response.reason_phrase}".rstrip())
-    content = await _read_capped(response, url, max_bytes)
-    return FetchResult(
-        "ok",
-        content,
+    not_modified = FetchResult(
+        "not_modified",
+        None,
         url,
-        content_type=response.headers.get("Content-Type"),
         etag=response.headers.get("ETag"),
         last_modified=response.headers.get("Last-Modified"),
         retry_after=retry_after,
         max_age=parse_max_age(response.headers.get("Cache-Control")),
+    )
+    if status == 304:
+        return not_modified
+    content = await _read_capped(response, url, max_bytes)
+    return replace(
+        not_modified,
+        status="ok",
+        content=content,
+        content_type=response.headers.get("Content-Type"),
     )
 
 

@@ -8,6 +8,12 @@ from datetime import UTC, date, datetime
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
+def guid_key(guid: str) -> str:
+    """A fixed-length stand-in for a GUID too long for a button value (sha256, hex); the
+    store indexes it, so a button can name an episode by it."""
+    return hashlib.sha256(guid.encode()).hexdigest()
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

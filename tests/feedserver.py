@@ -40,9 +40,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from urllib.parse import urljoin, urlsplit
+
+from tests.httpserver import BackgroundServer, LoopbackHandler, QuietHTTPServer
 
 Body = bytes | Callable[[], Iterable[bytes]]
 
@@ -81,15 +81,8 @@ def _junk(size: int) -> Iterator[bytes]:
         yield piece
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # Headers and body go out in separate writes; without this, Nagle + delayed ACK add
-    # ~40 ms to every response on loopback.
-    disable_nagle_algorithm = True
-    server: _Server
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass  # tests read server.requests instead of stderr noise
+class _Handler(LoopbackHandler):
+    server: QuietHTTPServer[FeedServer]
 
     def do_HEAD(self) -> None:
         self._serve(send_body=False)
@@ -170,71 +163,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 128
-
-    def __init__(self, owner: FeedServer) -> None:
-        self.owner = owner
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        pass  # a client hanging up mid-body is normal in these tests
-
-
-class FeedServer:
+class FeedServer(BackgroundServer):
     """Feed/page server on 127.0.0.1:<free port>. See the module docstring."""
 
+    thread_name = "feedserver"
+
     def __init__(self) -> None:
+        super().__init__(_Handler)
         self._lock = threading.Lock()
         self._routes: dict[str, Route] = {}
         self._requests: list[RecordedRequest] = []
-        self._stopping = threading.Event()
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    # lifecycle -------------------------------------------------------------------------
-    def start(self) -> FeedServer:
-        self._httpd = _Server(self)
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.02},
-            name="feedserver",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FeedServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # addresses ---------------------------------------------------------------------------
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None, "server not started"
-        return int(self._httpd.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
     def url(self, path: str = "/") -> str:
         return urljoin(self.base_url + "/", path.lstrip("/"))
 

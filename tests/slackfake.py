@@ -68,10 +68,10 @@ import urllib.request
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from tests.httpserver import BackgroundServer, LoopbackHandler, QuietHTTPServer
 
 TEAM_ID = "T0TEST"
 BOT_USER_ID = "U0BOT"
@@ -186,12 +186,14 @@ def block_problems(blocks: Any, *, max_blocks: int = MAX_MESSAGE_BLOCKS) -> tupl
     return None
 
 
-class SlackFake:
+class SlackFake(BackgroundServer):
     """See the module docstring."""
 
+    thread_name = "slackfake"
+    queue_size = 256
+
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._host = host
-        self._port = port
+        super().__init__(_Handler, host, port)
         self._lock = threading.Lock()
         self.token = DEFAULT_TOKEN
         self.tokens: set[str] = {DEFAULT_TOKEN}
@@ -210,49 +212,6 @@ class SlackFake:
         self._response_ids = itertools.count(1)
         self._view_ids = itertools.count(1)
         self._last_ts = Decimal(0)
-        self._stopping = threading.Event()
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    # lifecycle -------------------------------------------------------------------------
-    def start(self) -> SlackFake:
-        self._httpd = _Server(self, self._host, self._port)
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.02},
-            name="slackfake",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> SlackFake:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None, "fake not started"
-        return int(self._httpd.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def api_url(self) -> str:
@@ -599,15 +558,8 @@ class _BadField(ValueError):
     """A JSON-valued field that is not JSON; Slack names the field in its error."""
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # Headers and body go out in separate writes; without this, Nagle + delayed ACK add
-    # ~40 ms to every response on loopback.
-    disable_nagle_algorithm = True
-    server: _Server
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+class _Handler(LoopbackHandler):
+    server: QuietHTTPServer[SlackFake]
 
     def do_GET(self) -> None:
         self._dispatch()
@@ -616,7 +568,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch()
 
     def _dispatch(self) -> None:
-        fake = self.server.fake
+        fake = self.server.owner
         parts = urlsplit(self.path)
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -698,19 +650,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 256
-
-    def __init__(self, fake: SlackFake, host: str, port: int) -> None:
-        self.fake = fake
-        super().__init__((host, port), _Handler)
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        pass  # clients that hang up (timeouts in tests) are expected
 
 
 class RemoteSlackFake:

@@ -6,10 +6,12 @@ import json
 from typing import Any
 
 from digests.models import PullRequestRef
+from digests.render import Renderer
 from digests.render.blocks import button_value
 from tests.fixtures.app import (
     CHANNEL,
     PAGE_URL,
+    SEED_NOW,
     TEAM,
     USER,
     RunningApp,
@@ -176,6 +178,39 @@ def test_key_prs_without_prs_or_episode(slack_app: RunningApp) -> None:
         assert expected in answer["text"], value[:60]
         assert_valid_message(answer)
     assert slack_app.fake.calls_to("chat.postMessage") == []
+
+
+def test_buttons_of_a_digest_with_a_hashed_guid_find_the_episode(slack_app: RunningApp) -> None:
+    # A guid too long for a button value travels as its sha256; the store finds it by that.
+    (source,) = [e for e in slack_app.episodes if e.guid == "pytorch-2026-10-05"]
+    long_guid = "tag:episodes.example.test,2026:" + "a" * 2500
+    episode = source.model_copy(update={"guid": long_guid})
+    slack_app.store.upsert_episodes([episode], SEED_NOW)
+    digest = Renderer().digest(episode)
+    values = {
+        e["action_id"]: e["value"]
+        for b in digest["blocks"]
+        if b["type"] == "actions"
+        for e in b["elements"]
+    }
+    assert "guid_sha256" in json.loads(values["digest_prs"])
+
+    ts = "1790000000.000900"
+    slack_app.sender.block_action(
+        "digest_prs", values["digest_prs"], response_url="http://x", message_ts=ts
+    )
+    messages = wait_for(lambda: slack_app.fake.messages(CHANNEL))
+    assert all(m["thread_ts"] == ts for m in messages)
+    assert "pull/199687|#199687" in json.dumps([m["blocks"] for m in messages])
+
+    url = slack_app.fake.response_url()
+    slack_app.sender.block_action(
+        "digest_nearby", values["digest_nearby"], response_url=url, message_ts="1.3"
+    )
+    answer = wait_for(lambda: slack_app.fake.responses(url))[0]
+    assert "no longer in the archive" not in answer["text"]
+    sections = [b["text"]["text"] for b in answer["blocks"] if b["type"] == "section"]
+    assert any(text.startswith("*This episode*\nMon 5 Oct 2026") for text in sections)
 
 
 def test_key_prs_hostile_episode_is_escaped(slack_app: RunningApp) -> None:

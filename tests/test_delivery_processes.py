@@ -7,6 +7,7 @@ The processes are real (``subprocess``), the Slack fake and the feed server are 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,8 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from bot.outbox import EVENT_TYPE
+from digests.extract import build_episodes
+from digests.parse import parse_bytes
+from digests.render import Renderer
 from digests.store import Store
-from digests.store.ledger import Ledger
+from digests.store.ledger import Ledger, LedgerRow
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item
 from tests.slackfake import SlackFake
@@ -27,11 +32,12 @@ KEY = "PyTorch:pytorch-2026-10-03"
 RUN_ONCE = [sys.executable, "-m", "bot", "run", "--once"]
 
 CLOCK = """
-import asyncio, logging
+import asyncio, logging, sys
 from bot.scheduler import run_clock
 from config.settings import load_settings
 logging.basicConfig(level=logging.WARNING)
-asyncio.run(run_clock(load_settings()))
+sweep = float(sys.argv[1]) if len(sys.argv) > 1 else 30.0
+asyncio.run(run_clock(load_settings(), sweep_seconds=sweep))
 """
 
 
@@ -62,9 +68,9 @@ def env_for(db_url: str, config: Path, fake: SlackFake) -> dict[str, str]:
     return env
 
 
-def spawn(script: str | list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+def spawn(script: str | list[str], env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        script if isinstance(script, list) else [sys.executable, "-c", script],
+        script if isinstance(script, list) else [sys.executable, "-c", script, *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -83,6 +89,42 @@ def wait_for(predicate: object, timeout: float = 60.0) -> bool:
     return False
 
 
+def expected_replies(feed: bytes) -> int:
+    """How many thread replies the newest episode of ``feed`` gets, as the bot renders it."""
+    episodes = build_episodes(
+        parse_bytes(feed, "http://127.0.0.1/feed.xml"), "PyTorch", "pytorch/pytorch"
+    )
+    return len(Renderer().thread_reply(episodes[0]))
+
+
+def thread_shape(fake: SlackFake, channel: str, key: str = KEY) -> tuple[int, list[str]]:
+    """(top-level messages carrying ``key``, the parts of the replies under them, sorted)."""
+    messages = fake.messages(channel)
+    parents = [
+        m
+        for m in messages
+        if not m.get("thread_ts")
+        and (m.get("metadata") or {}).get("event_payload", {}).get("key") == key
+    ]
+    under = {p["ts"] for p in parents}
+    parts = sorted(
+        str(m["metadata"]["event_payload"]["part"])
+        for m in messages
+        if m.get("thread_ts") in under
+        and (m.get("metadata") or {}).get("event_type") == EVENT_TYPE
+        and m["metadata"]["event_payload"]["key"] == key
+    )
+    return len(parents), parts
+
+
+def episode_rows(db_url: str) -> list[LedgerRow]:
+    store = Store.open(db_url)
+    try:
+        return [r for r in Ledger.for_store(store).all_rows() if r.kind == "episode"]
+    finally:
+        store.close()
+
+
 def top_level_posts(fake: SlackFake) -> int:
     return sum(
         1
@@ -95,7 +137,10 @@ def test_run_once_killed_mid_fan_out_then_rerun_leaves_one_copy_each(
     db_url: str, slack_fake: SlackFake, feed_server: FeedServer, tmp_path: Path
 ) -> None:
     channels = [f"C0KILL{n:03d}" for n in range(80)]
-    url = feed_server.route("/feed.xml", rss(rss_item(3), rss_item(2)), etag='"v1"')
+    feed = rss(rss_item(3), rss_item(2))
+    replies = [f"thread:{n}" for n in range(expected_replies(feed))]
+    assert replies
+    url = feed_server.route("/feed.xml", feed, etag='"v1"')
     env = env_for(db_url, write_config(tmp_path / "digestbot.toml", url, channels), slack_fake)
     slack_fake.latency = 0.1  # 80 channels x 2 calls / 20 at once: about a second of fan-out
 
@@ -109,6 +154,12 @@ def test_run_once_killed_mid_fan_out_then_rerun_leaves_one_copy_each(
             first.kill()
     killed_at = top_level_posts(slack_fake)
     assert killed_at < len(channels), "the kill came after the fan-out finished"
+    at_kill = {c: thread_shape(slack_fake, c) for c in channels}
+    # Posts are paced a second apart per channel, so the kill finds digests whose replies
+    # had not gone out yet: the rerun must add those replies, once.
+    assert any(n == 1 and parts != replies for n, parts in at_kill.values())
+    unfinished = [r for r in episode_rows(db_url) if r.state != "posted"]
+    assert unfinished and {r.state for r in unfinished} <= {"pending", "posting"}
 
     slack_fake.latency = 0.0
     second = spawn(RUN_ONCE, env)
@@ -117,18 +168,17 @@ def test_run_once_killed_mid_fan_out_then_rerun_leaves_one_copy_each(
 
     copies = {c: keys_in(slack_fake.messages(c)).count(KEY) for c in channels}
     assert copies == dict.fromkeys(channels, 1)
-    for channel in channels:
-        parent = next(m for m in slack_fake.messages(channel) if not m.get("thread_ts"))
-        replies = [m for m in slack_fake.messages(channel) if m.get("thread_ts") == parent["ts"]]
-        assert replies, channel  # every digest has its thread
-    store = Store.open(db_url)
-    try:
-        rows = Ledger.for_store(store).all_rows()
-    finally:
-        store.close()
-    assert {r.state for r in rows if r.kind == "episode"} == {"posted"}
-    assert len([r for r in rows if r.kind == "episode"]) == len(channels)
-    assert "1 feeds polled (0 failing)" in out and "posted" in out
+    # Exactly one parent and exactly one copy of each reply under it, in every channel.
+    assert {c: thread_shape(slack_fake, c) for c in channels} == dict.fromkeys(
+        channels, (1, replies)
+    )
+    assert all(len(slack_fake.messages(c)) == 1 + len(replies) for c in channels)
+    rows = episode_rows(db_url)
+    assert {r.state for r in rows} == {"posted"} and len(rows) == len(channels)
+    summary = re.search(r"(\d+) posted, \d+ updated, (\d+) recovered", out)
+    assert summary is not None and "1 feeds polled (0 failing)" in out, out
+    posted, recovered = int(summary[1]), int(summary[2])
+    assert recovered >= 1 and posted + recovered == len(unfinished)
 
 
 def test_run_once_without_a_token_prints_then_prints_nothing_new(
@@ -181,6 +231,66 @@ def test_two_clocks_on_postgresql_post_each_digest_once(
     assert top_level_posts(slack_fake) == len(channels)
     fetches = feed_server.requests_to("/feed.xml")
     assert 1 <= len(fetches) <= 2
+
+
+@pytest.mark.skipif(not os.environ.get("DIGESTBOT_TEST_POSTGRES_URL"), reason="needs PostgreSQL")
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_when_one_clock_dies_mid_fan_out_the_other_finishes_it(
+    db_url: str, slack_fake: SlackFake, feed_server: FeedServer, tmp_path: Path
+) -> None:
+    """Two clocks; the one fanning out is SIGKILLed; the survivor's sweep completes it."""
+    channels = [f"C0DIE{n:03d}" for n in range(120)]
+    feed = rss(rss_item(3), rss_item(2))
+    replies = [f"thread:{n}" for n in range(expected_replies(feed))]
+    # The feed answers slowly, so the clock that polls it holds the show while the other
+    # starts: that one finds the show busy and has nothing of its own to deliver.
+    url = feed_server.route("/feed.xml", feed, etag='"v1"', delay=1.0)
+    env = env_for(db_url, write_config(tmp_path / "digestbot.toml", url, channels), slack_fake)
+    slack_fake.latency = 0.1  # 120 channels x 2 calls / 20 at once, paced: seconds of fan-out
+
+    clocks = {}
+    for _ in range(2):
+        proc = spawn(CLOCK, env, "0.5")  # sweep every half second
+        clocks[proc.pid] = proc
+    try:
+        if not wait_for(lambda: top_level_posts(slack_fake) >= 20, timeout=30):
+            for proc in clocks.values():
+                proc.send_signal(signal.SIGTERM)
+            pytest.fail(f"no fan-out: {[p.communicate(timeout=60) for p in clocks.values()]}")
+        owners = {r.owner for r in episode_rows(db_url)}
+        pids = {int(o.split(":")[1]) for o in owners if o}
+        assert len(pids) == 1 and pids <= set(clocks), owners  # one clock is fanning out
+        victim = clocks[pids.pop()]
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(timeout=10)
+        survivor = next(p for p in clocks.values() if p is not victim)
+        posted_at_kill = top_level_posts(slack_fake)
+        unfinished = [r for r in episode_rows(db_url) if r.state != "posted"]
+        assert posted_at_kill < len(channels) and unfinished, "the kill came too late"
+        assert survivor.poll() is None
+
+        assert wait_for(
+            lambda: all(thread_shape(slack_fake, c) == (1, replies) for c in channels),
+            timeout=40,
+        ), {c: thread_shape(slack_fake, c) for c in channels}
+        time.sleep(1.0)  # a second sweep or a straggler would double something now
+    finally:
+        for proc in clocks.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        outputs = {pid: proc.communicate(timeout=60) for pid, proc in clocks.items()}
+    assert survivor.returncode == 0, outputs[survivor.pid]
+
+    assert {c: thread_shape(slack_fake, c) for c in channels} == dict.fromkeys(
+        channels, (1, replies)
+    )
+    assert top_level_posts(slack_fake) == len(channels)
+    rows = episode_rows(db_url)
+    assert {r.state for r in rows} == {"posted"} and len(rows) == len(channels)
+    # What the dead clock left, the survivor finished: each of those rows is the survivor's.
+    survivor_owner = {r.owner for r in rows if r.id in {u.id for u in unfinished}}
+    assert len(survivor_owner) == 1 and f":{survivor.pid}:" in str(survivor_owner.pop())
+    assert len(feed_server.requests_to("/feed.xml")) == 1  # the survivor never re-polled
 
 
 HOLD_OWNER = """

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from digests import errors
 from digests.errors import FetchError
 from digests.fetch import (
     USER_AGENT,
@@ -343,6 +344,21 @@ async def test_http_errors(
     assert not isinstance(info.value, FeedUnavailable)
     assert info.value.status == status
     assert info.value.url == url
+
+
+async def test_http_errors_are_digest_errors_with_one_line(
+    client: httpx.AsyncClient, feed_server: FeedServer
+) -> None:
+    # The error tree lives in digests.errors; digests.fetch re-exports the same classes.
+    assert (FeedHTTPError, FeedUnavailable) == (errors.FeedHTTPError, errors.FeedUnavailable)
+    url = feed_server.route("/feed.xml", b"", status=429, headers={"Retry-After": "7"})
+    with pytest.raises(errors.DigestError) as info:
+        await fetch(client, url)
+    assert isinstance(info.value, errors.FeedUnavailable)
+    assert (
+        info.value.format_message()
+        == f"cannot fetch {url}: HTTP 429 Too Many Requests (retry after 7 s)"
+    )
 
 
 async def test_missing_route_is_404(client: httpx.AsyncClient, feed_server: FeedServer) -> None:

@@ -266,3 +266,63 @@ async def test_429_500_and_an_archived_channel_mid_fan_out_lose_and_double_nothi
         assert keys_in(slack_fake.messages(channel)) == expected, channel
     assert store.subscriptions(channel_id="C011")[0].paused_reason == "is_archived"
     assert not second.delivery.failed and len(second.delivery.posted) == len(channels) - 1
+
+
+async def test_feed_notices_reach_every_channel_once_even_after_a_failed_post(
+    store: Store,
+    slack_fake: SlackFake,
+    feed_server: FeedServer,
+    http: httpx.AsyncClient,
+) -> None:
+    """Failing: told once per channel, across polls; one channel's lost post is made up."""
+    url = feed_server.route("/feed.xml", rss(rss_item(3)), etag='"v1"')
+    settings = settings_for(url, thread_replies=False)
+    channels = ["C1", "C2", "C3"]
+    subscribe(store, *channels)
+    subscribe(store, "C4", keywords=("nothing-matches",))  # still told: it follows the show
+    subscribe(store, "C5")
+    store.pause_channel(TEAM, "C5", "is_archived", NOW)  # paused: told nothing
+    # One attempt per post, so a 500 is a lost post for this run, not a retry.
+    deliverer = Deliverer(
+        store, slack_outbox(slack_fake), per_channel_interval=0.0, backoff=0.01, max_attempts=1
+    )
+
+    def texts(channel: str) -> list[str]:
+        return [m["text"] for m in slack_fake.messages(channel)]
+
+    try:
+
+        async def poll(hours: int) -> None:
+            at = NOW + timedelta(hours=hours)
+            await run_once(settings, store, deliverer.outbox, http, at, deliverer=deliverer)
+
+        await poll(0)
+        feed_server.route("/feed.xml", b"down", status=503)
+        await poll(1)  # one failure is a blip: nobody is told
+        assert not any("is failing" in t for c in channels for t in texts(c))
+        slack_fake.fail_next("chat.postMessage", status=500)  # one channel misses it
+        await poll(2)
+        told = [c for c in [*channels, "C4"] if any("is failing" in t for t in texts(c))]
+        assert len(told) == 3 and not store.fetch_state("PyTorch").failing_notified
+        for hours in (3, 4, 5):
+            await poll(hours)
+        assert store.fetch_state("PyTorch").failing_notified
+
+        feed_server.route("/feed.xml", rss(rss_item(3)), etag='"v1"')
+        await poll(6)
+        await poll(7)
+        assert not store.fetch_state("PyTorch").failing_notified
+    finally:
+        await deliverer.aclose()
+        await deliverer.outbox.close()
+
+    for channel in [*channels, "C4"]:
+        failing = [t for t in texts(channel) if "is failing" in t]
+        recovered = [t for t in texts(channel) if "has recovered" in t]
+        assert len(failing) == 1 and "503" in failing[0], channel
+        assert len(recovered) == 1, channel
+        assert texts(channel).index(failing[0]) < texts(channel).index(recovered[0])
+    assert slack_fake.messages("C5") == []
+    assert len(keys_in(slack_fake.messages("C1"))) == 3  # digest, failing, recovered
+    c4 = keys_in(slack_fake.messages("C4"))
+    assert len(c4) == 2 and all(k.startswith("feed:PyTorch:") for k in c4)

@@ -57,7 +57,10 @@ async def test_one_poll_job_per_show_with_stable_ids(
     )
     try:
         jobs = {job.id: job for job in scheduler.get_jobs()}
-        assert sorted(jobs) == ["poll:PyTorch", "poll:Rust"]
+        assert sorted(jobs) == ["poll:PyTorch", "poll:Rust", "sweep"]
+        sweep = jobs.pop("sweep")
+        assert sweep.coalesce is True and sweep.max_instances == 1
+        assert sweep.trigger.interval == timedelta(seconds=30) and sweep.next_run_time == NOW
         for job in jobs.values():
             assert job.coalesce is True and job.max_instances == 1
             assert isinstance(job.trigger, IntervalTrigger)

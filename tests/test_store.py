@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from digests.models import Episode, PullRequestRef
+from digests.models import Episode, PullRequestRef, guid_key
 from digests.store import FetchState, Store, Subscription
 from digests.store.schema import episode_prs, episodes
 from tests.fixtures.store import SAMPLE_NOW
@@ -166,6 +166,19 @@ def test_episode_lookups(filled_store: Store, sample_episodes: list[Episode]) ->
     found = filled_store.episode_by_url("https://example.test/pytorch/2026-10-02")
     assert found == sample_episodes[1]
     assert filled_store.episode_by_url("https://example.test/missing") is None
+
+
+def test_episode_by_guid_key_finds_long_guids_within_their_show(store: Store) -> None:
+    # Buttons carry the hash when the guid is too long for a button value (2,000 chars).
+    long_guid = "tag:example.test,2026:" + "x" * 3000
+    stored = make_episode(1, guid=long_guid)
+    other_show = make_episode(1, show="Rust", guid=long_guid)
+    store.upsert_episodes([stored, other_show], SAMPLE_NOW)
+    assert store.episode_by_guid_key("PyTorch", guid_key(long_guid)) == stored
+    assert store.episode_by_guid_key("Rust", guid_key(long_guid)) == other_show
+    assert store.episode_by_guid_key("Go", guid_key(long_guid)) is None
+    assert store.episode_by_guid_key("PyTorch", guid_key("pytorch-00001")) is None
+    assert store.episode_by_guid_key("PyTorch", long_guid) is None
 
 
 def test_recent_newest_first_with_filters(filled_store: Store) -> None:

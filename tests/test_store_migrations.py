@@ -18,7 +18,7 @@ from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from digests.models import Episode
+from digests.models import Episode, guid_key
 from digests.store import Store
 from digests.store.schema import include_object, metadata
 from tests.fixtures.store import SAMPLE_NOW
@@ -50,7 +50,7 @@ def test_migrates_an_empty_database_to_head(db_url: str) -> None:
                 for u in sa.inspect(conn).get_unique_constraints("deliveries")
             }
         assert tables >= TABLES
-        assert current == head() == "0001"
+        assert current == head() == "0002"
         assert ("team_id", "channel_id", "kind", "key") in uniques
     finally:
         store.close()
@@ -88,6 +88,45 @@ def test_downgrade_to_base_and_up_again(store: Store) -> None:
     store.migrate()
     store.subscribe("T1", "C1", "PyTorch")
     assert len(store.subscriptions()) == 1
+
+
+def test_upgrade_from_0001_fills_guid_keys_of_stored_episodes(db_url: str) -> None:
+    """A database made before 0002 keeps its episodes, and buttons find them by hash."""
+    store = Store(db_url)
+    try:
+        config = alembic_config()
+        with store.engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.upgrade(config, "0001")
+            key = conn.execute(
+                sa.insert(metadata.tables["shows"]).values(name="PyTorch")
+            ).inserted_primary_key
+            assert key is not None
+            show_id = key[0]
+            # Only the columns 0001 has (an insert names just the values given).
+            conn.execute(
+                sa.insert(metadata.tables["episodes"]),
+                [
+                    {
+                        "show_id": show_id,
+                        "guid": f"pytorch-{n}-" + "x" * 2500,
+                        "title": f"PyTorch: Before 0002 ({n})",
+                        "published_at": SAMPLE_NOW,
+                        "nearby": [],
+                        "content_hash": "0" * 64,
+                        "first_seen_at": SAMPLE_NOW,
+                        "updated_at": SAMPLE_NOW,
+                    }
+                    for n in range(3)
+                ],
+            )
+        store.migrate()
+        for n in range(3):
+            guid = f"pytorch-{n}-" + "x" * 2500
+            found = store.episode_by_guid_key("PyTorch", guid_key(guid))
+            assert found is not None and found == store.episode("PyTorch", guid), n
+    finally:
+        store.close()
 
 
 def test_stores_opened_together_both_succeed(db_url: str) -> None:

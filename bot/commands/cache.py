@@ -16,25 +16,12 @@ from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 from bot.commands.base import Deps, Invocation
-from bot.commands.parse import (
-    CommandError,
-    Latest,
-    NearbyDate,
-    NearbyPr,
-    NearbyTitle,
-    Pr,
-    Recent,
-    Search,
-    Week,
-    parse_command,
-    unparse,
-)
+from bot.commands.parse import EPISODE_QUERIES, CommandError, Week, parse_command, unparse
 
 V = TypeVar("V")
 
 DEFAULT_TTL = 15.0
 DEFAULT_SIZE = 512
-_SHARED = (Recent, Latest, NearbyDate, NearbyTitle, NearbyPr, Pr, Search)
 
 
 def cache_key(text: str, deps: Deps, invocation: Invocation) -> str | None:
@@ -43,7 +30,7 @@ def cache_key(text: str, deps: Deps, invocation: Invocation) -> str | None:
         command = parse_command(text, deps.shows)
     except CommandError:
         return None  # parsing is the whole cost of an error reply
-    if isinstance(command, _SHARED):
+    if isinstance(command, EPISODE_QUERIES):
         return unparse(command)
     if isinstance(command, Week):
         # The week shown depends on today and on the shows this channel follows.

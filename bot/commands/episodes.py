@@ -65,7 +65,7 @@ def _what(command: NearbyDate | NearbyTitle | NearbyPr) -> str:
     if isinstance(command, NearbyDate):
         return command.day.isoformat()
     if isinstance(command, NearbyPr):
-        return f"PR #{command.number}"
+        return msg.NEAR_PR.format(number=command.number)
     return f"“{escape.mrkdwn(escape.truncate(command.words, 80))}”"
 
 
@@ -129,7 +129,10 @@ def pr(command: Pr, deps: Deps) -> Message:
             blocks.append(section(f"{deps.renderer.episode_line(mention.episode)}{quote}"))
     if len(mentions) > MAX_MENTIONS:
         blocks.append(context(msg.HOME_MORE.format(count=len(mentions) - MAX_MENTIONS)))
-    return message(f"{title}: {len(mentions)} episodes", blocks)
+    count = len(mentions)
+    return message(
+        msg.PR_TEXT.format(title=title, count=count, s="" if count == 1 else "s"), blocks
+    )
 
 
 def _repo_of(url: str) -> str:
@@ -154,6 +157,6 @@ def week_shows(deps: Deps, invocation: Invocation) -> list[str]:
 
 
 def week(command: Week, deps: Deps, invocation: Invocation) -> Message:
-    """The weekly recap of that week (the recap engineer's renderer), for this channel's shows."""
+    """The weekly recap of that week, for the shows this channel follows."""
     day = command.day or deps.today()
     return week_message(deps.settings, deps.store, deps.renderer, day, week_shows(deps, invocation))

@@ -123,19 +123,11 @@ Command = (
     | Help
 )
 
+# Questions about the archive alone: the same answer in every channel (so one cache entry
+# serves them all).
+EPISODE_QUERIES = (Recent, Latest, NearbyDate, NearbyTitle, NearbyPr, Pr, Search)
 # Read-only answers may be re-run for "Share in channel"; the others change state.
-SHAREABLE = (
-    Recent,
-    Latest,
-    NearbyDate,
-    NearbyTitle,
-    NearbyPr,
-    Pr,
-    Search,
-    Week,
-    ListSubscriptions,
-    Status,
-)
+SHAREABLE = (*EPISODE_QUERIES, Week, ListSubscriptions, Status)
 
 
 def _quote(value: str, limit: int = 40) -> str:

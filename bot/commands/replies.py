@@ -45,10 +45,8 @@ def error_reply(error: CommandError) -> Message:
     """One line of reason, then the usage it concerns; never a stack trace."""
     # Reasons quote the user's own words back, and usage lines contain `<` `>`: escape both.
     reason, usage = escape.mrkdwn(error.reason), escape.mrkdwn(error.usage)
-    return message(
-        f"{reason} Usage: {usage}",
-        [section(f":warning: {reason}"), context(f"Usage: {usage}")],
-    )
+    usage_line = msg.USAGE_LABEL.format(usage=usage)
+    return message(f"{reason} {usage_line}", [section(f":warning: {reason}"), context(usage_line)])
 
 
 def help_reply(unknown: str | None = None) -> Message:
@@ -60,7 +58,7 @@ def help_reply(unknown: str | None = None) -> Message:
         [
             section(f"{lead}*{msg.HELP_TITLE}*"),
             section(lines),
-            context(f"Examples: {examples}"),
+            context(msg.EXAMPLES_LABEL.format(examples=examples)),
             context(msg.HELP_FOOTER),
         ],
     )

@@ -52,8 +52,7 @@ def unsubscribe(command: Unsubscribe, deps: Deps, invocation: Invocation) -> Mes
     if command.show:
         text = msg.UNSUBSCRIBED.format(show=escape.mrkdwn(command.show))
     else:
-        plural = "subscription" if removed == 1 else "subscriptions"
-        text = msg.UNSUBSCRIBED_ALL.format(removed=f"{removed} {plural}")
+        text = msg.UNSUBSCRIBED_ALL.format(removed=removed, s="" if removed == 1 else "s")
     # The config file's channels are subscribed again at every start: say where to look.
     if any(sub.source == "config" for sub in current):
         text += " " + msg.FROM_CONFIG_RETURNS

@@ -90,6 +90,8 @@ def squash(text: str) -> str:
     # isprintable() is False for every whitespace character but the ASCII space, so text
     # that passes these C-level checks is already squashed; splitting it into words and
     # joining them again is the costliest step of reading a large feed.
+    if len(text) < 40:
+        return " ".join(text.split())  # a word or two: splitting is cheaper than checking
     if (
         text.isprintable()
         and "  " not in text
@@ -112,7 +114,9 @@ def paragraphs(text: str) -> str:
     out: list[str] = []
     for part in text.split("\n\n"):
         if "\n" in part:
-            part = part.strip("\n").replace("\n", " ")
+            part = part.strip("\n")
+            if "\n" in part:
+                part = part.replace("\n", " ")
         if not part:
             continue
         if not part.isprintable():
@@ -165,9 +169,12 @@ _ATTRS = r"""(?:\s+[A-Za-z_:][-\w:.]*(?:\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s"'<>=`
 # A '<' that does not open one of the simple tags above.
 _NOT_SIMPLE = re.compile(rf"<(?!/?(?i:{_BLOCKS}|{_INLINE}|br)\b{_ATTRS}>)")
 _LI_OPEN = re.compile(rf"<(?i:li)\b{_ATTRS}>")
-_BLOCK_TAG = re.compile(rf"</?(?i:{_BLOCKS})\b{_ATTRS}>")
+# With the whitespace after it: that joins the paragraph break the tag becomes anyway,
+# and leaves fewer newline runs for paragraphs() to take apart.
+_BLOCK_TAG = re.compile(rf"</?(?i:{_BLOCKS})\b{_ATTRS}>\s*")
 # <br> is a line break; lxml drops a stray </br>, and so do we.
-_OTHER_TAG = re.compile(rf"<(?:((?i:br))|/(?i:br)|/?(?i:{_INLINE}))\b{_ATTRS}>")
+_BR_TAG = re.compile(rf"<(?i:br)\b{_ATTRS}>")
+_INLINE_TAG = re.compile(rf"<(?:/(?i:br)|/?(?i:{_INLINE}))\b{_ATTRS}>")
 _A_OPEN = re.compile(r"<[aA]\b")
 
 
@@ -180,8 +187,8 @@ def html_to_text(markup: str) -> str:
 
 
 def _simple_html_to_text(markup: str) -> str | None:
-    # Three C-level passes and no Python per tag: refuse anything not simple, then
-    # replace block tags by paragraph breaks, <br> by a newline, and drop inline tags.
+    # C-level passes and no Python per tag: refuse anything not simple, then replace
+    # block tags by paragraph breaks, <br> by a newline, and drop inline tags.
     if _NOT_SIMPLE.search(markup) is not None:
         return None
     if "github.com" in markup and _A_OPEN.search(markup):
@@ -189,14 +196,11 @@ def _simple_html_to_text(markup: str) -> str | None:
     text = _LI_OPEN.sub("\n\n- ", markup) if "<l" in markup or "<L" in markup else markup
     text = _BLOCK_TAG.sub("\n\n", text)
     if "<" in text:
-        text = _OTHER_TAG.sub(_br_or_nothing, text)
+        # Two string replacements, not one with a function called for every tag.
+        text = _INLINE_TAG.sub("", _BR_TAG.sub("\n", text))
     if "&" in text:
         text = html.unescape(text)
     return paragraphs(text)
-
-
-def _br_or_nothing(m: re.Match[str]) -> str:
-    return "\n" if m.group(1) else ""
 
 
 def _lxml_html_to_text(markup: str) -> str:

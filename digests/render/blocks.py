@@ -7,11 +7,11 @@ word with ``…``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from digests.models import guid_key
 from digests.render import limits
 from digests.render.escape import Mrkdwn, mrkdwn, plain, safe_url, truncate
 from digests.render.limits import Block
@@ -103,11 +103,6 @@ def button(
     if style in ("primary", "danger"):
         element["style"] = style
     return element
-
-
-def guid_key(guid: str) -> str:
-    """A fixed-length stand-in for a GUID too long for a button value."""
-    return hashlib.sha256(guid.encode()).hexdigest()
 
 
 def button_value(show: str, guid: str) -> str:

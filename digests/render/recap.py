@@ -17,12 +17,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from jinja2 import Environment, TemplateError
 
-from digests.errors import ConfigError
 from digests.models import RecapPullRequest, WeeklyRecap
 from digests.render import layout, limits
 from digests.render.environment import format_duration, make_environment
 from digests.render.escape import unescape
 from digests.render.limits import Message
+from digests.render.renderer import Renderer, template_error
 
 __all__ = [
     "TOP_PRS",
@@ -127,14 +127,12 @@ def _views(recap: WeeklyRecap) -> tuple[list[_EpisodeView], list[_PrView]]:
 # -- environment ------------------------------------------------------------------------------
 
 
-def _environment(renderer_or_env: Any) -> Environment:
+def _environment(renderer_or_env: Renderer | Environment | None) -> Environment:
     """The Slack Jinja environment: given directly, or the one a ``Renderer`` holds."""
     if isinstance(renderer_or_env, Environment):
         return renderer_or_env
-    for name in ("env", "environment", "jinja"):
-        env = getattr(renderer_or_env, name, None)
-        if isinstance(env, Environment):
-            return env
+    if isinstance(renderer_or_env, Renderer):
+        return renderer_or_env.env
     if renderer_or_env is None:
         return make_environment()
     raise TypeError(f"not a Renderer or a Jinja2 Environment: {type(renderer_or_env)!r}")
@@ -144,8 +142,8 @@ def _script(env: Environment, name: str, **values: Any) -> Message:
     try:
         script = env.get_template(name).render(**values)
     except TemplateError as exc:
-        # A user's template override is configuration: say which one is broken.
-        raise ConfigError(f"template {name}: {exc.message or exc}") from exc
+        # A user's template override is configuration: say which one is broken, and where.
+        raise template_error(name, exc) from exc
     return layout.build(script, template=name)
 
 
@@ -173,7 +171,7 @@ def _plans(n_episodes: int, n_prs: int) -> list[tuple[int, int]]:
 
 def render_recap(
     recap: WeeklyRecap,
-    renderer_or_env: Any,
+    renderer_or_env: Renderer | Environment | None,
     *,
     quiet_week: bool = False,
     thread: bool = True,
@@ -192,13 +190,12 @@ def render_recap(
 
     episodes, prs = _views(recap)
     listening = format_listening(recap.total_seconds, recap.untimed_episodes)
-    where = "in the thread" if thread else "not shown here"
     common = {
         "recap": recap,
         "title": title,
         "listening": listening,
         "multi_show": len({e.show for e in recap.episodes}) > 1,
-        "where": where,
+        "thread": thread,
         "repeated": any(len(p.guids) > 1 for p in recap.pull_requests),
     }
 
@@ -243,19 +240,15 @@ def render_recap(
     return limits.fit(post), replies
 
 
-def recap_text(recap: WeeklyRecap, renderer_or_env: Any = None) -> str:
+def recap_text(recap: WeeklyRecap, renderer_or_env: Renderer | Environment | None = None) -> str:
     """The whole recap as plain text: every episode and every PR, no size limits."""
     env = _environment(renderer_or_env)
     episodes, prs = _views(recap)
     listening = format_listening(recap.total_seconds, recap.untimed_episodes)
-    n_e, n_p = len(recap.episodes), len(recap.pull_requests)
-    totals = (
-        f"{n_e} episode{'s' if n_e != 1 else ''} · {listening} · {n_p} PR{'s' if n_p != 1 else ''}"
-    )
     rendered = env.get_template("recap.txt.j2").render(
         recap=recap,
         title=recap_title(recap),
-        totals=totals,
+        listening=listening,
         episodes=episodes,
         prs=prs,
         multi_show=len({e.show for e in recap.episodes}) > 1,

@@ -46,7 +46,7 @@ class Renderer:
         try:
             return self.env.get_template(template).render(**context)
         except TemplateError as exc:
-            raise _template_error(template, exc) from exc
+            raise template_error(template, exc) from exc
 
     def render(self, template: str, *, button_value: str | None = None, **context: Any) -> Message:
         """Any template as one message within limits (the recap and the app use this)."""
@@ -60,7 +60,7 @@ class Renderer:
             module = self.env.get_template("common.j2").module
             return Mrkdwn(getattr(module, name)(*args))
         except TemplateError as exc:
-            raise _template_error("common.j2", exc) from exc
+            raise template_error("common.j2", exc) from exc
         except AttributeError as exc:
             raise ConfigError(f"template common.j2: no macro {name}") from exc
 
@@ -109,7 +109,7 @@ class Renderer:
         return Mrkdwn(oneline(self._macro("episode_line", episode)))
 
 
-def _template_error(template: str, exc: TemplateError) -> ConfigError:
+def template_error(template: str, exc: TemplateError) -> ConfigError:
     """One line naming the file (an imported one, when the fault is there) and the line."""
     if isinstance(exc, TemplateNotFound):
         return ConfigError(f"template {template}: {exc.name} not found")

@@ -219,8 +219,18 @@ class Ledger:
         return self.run(read)
 
     # -- writing ------------------------------------------------------------------------
-    def ensure(self, conn: sa.Connection, rows: Sequence[NewRow], now: datetime) -> None:
-        """A ``pending`` row for each that has none; existing rows are left as they are."""
+    def ensure(
+        self,
+        conn: sa.Connection,
+        rows: Sequence[NewRow],
+        now: datetime,
+        owner: str | None = None,
+    ) -> None:
+        """A ``pending`` row for each that has none; existing rows are left as they are.
+
+        ``owner`` is the deliverer about to work through them: while it lives the rows are
+        its to-do list, once it is dead they are orphans (:meth:`orphans`).
+        """
         if not rows:
             return
         values = [
@@ -232,6 +242,7 @@ class Ledger:
                 "state": "pending",
                 "content_hash": r.content_hash,
                 "attempts": 0,
+                "owner": owner,
                 "created_at": now,
                 "updated_at": now,
             }
@@ -251,7 +262,13 @@ class Ledger:
                 raise StoreError(f"delivery ledger: unsupported database {dialect}")
 
     def claim(self, conn: sa.Connection, row: LedgerRow, owner: str, now: datetime) -> bool:
-        """Take ``row`` as it was read; False when someone changed or claimed it since."""
+        """Take ``row`` as it was read; False when someone changed or claimed it since.
+
+        Taking over a ``posting`` row keeps its ``claimed_at``: that is the earliest a lost
+        post could carry, and the history search must reach back that far however many
+        recoveries failed in between.
+        """
+        claimed_at = row.claimed_at if row.state == "posting" and row.claimed_at else now
         result = conn.execute(
             sa.update(deliveries)
             .where(
@@ -262,7 +279,7 @@ class Ledger:
             .values(
                 state="posting",
                 owner=owner,
-                claimed_at=now,
+                claimed_at=claimed_at,
                 attempts=row.attempts + 1,
                 updated_at=now,
             )
@@ -326,6 +343,37 @@ class Ledger:
             return not got
 
         return self.run(probe)
+
+    def orphans(self, me: str, active: Callable[[Ident], bool]) -> list[LedgerRow]:
+        """Unfinished rows nobody is working on: the recovery sweep's to-do list.
+
+        ``pending`` or ``posting`` rows whose owner is dead (or was given up: no owner), and
+        ``posting`` rows of ``me`` that ``active`` says no task of ours is on (an attempt that
+        ended in an exception). Rows of live owners, ``me``'s pending ones included, are
+        left to them: each owner's next poll offers those again.
+        """
+        unfinished = deliveries.c.state.in_(("pending", "posting"))
+
+        def owners(conn: sa.Connection) -> list[str | None]:
+            query = sa.select(deliveries.c.owner).where(unfinished).distinct()
+            return [r[0] for r in conn.execute(query)]
+
+        found = self.run(owners)
+        dead = [o for o in found if o is not None and o != me and not self.owner_alive(o)]
+        mine = me in found
+
+        def read(conn: sa.Connection) -> list[LedgerRow]:
+            whose: list[sa.ColumnElement[bool]] = [deliveries.c.owner.is_(None)]
+            if dead:
+                whose.append(deliveries.c.owner.in_(dead))
+            if mine:
+                whose.append(sa.and_(deliveries.c.owner == me, deliveries.c.state == "posting"))
+            query = (
+                sa.select(deliveries).where(unfinished, sa.or_(*whose)).order_by(deliveries.c.id)
+            )
+            return [_row(r) for r in conn.execute(query)]
+
+        return [r for r in self.run(read) if r.owner != me or not active(r.ident)]
 
 
 class OwnerLock:

@@ -85,6 +85,8 @@ episodes = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True),
     sa.Column("show_id", sa.Integer, sa.ForeignKey("shows.id", ondelete="CASCADE"), nullable=False),
     sa.Column("guid", sa.Text, nullable=False),
+    # sha256 of guid (digests.models.guid_key): buttons name a too-long guid by it.
+    sa.Column("guid_key", sa.String(64), nullable=False, server_default=""),
     sa.Column("title", sa.Text, nullable=False),
     sa.Column("headline", sa.Text, nullable=False, server_default=""),
     sa.Column("summary", sa.Text, nullable=False, server_default=""),
@@ -100,6 +102,7 @@ episodes = sa.Table(
     sa.UniqueConstraint("show_id", "guid"),
     sa.Index(None, "published_at"),
     sa.Index(None, "url"),
+    sa.Index(None, "guid_key"),
 )
 episode_prs = sa.Table(
     "episode_prs",

@@ -24,7 +24,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 from digests.errors import StoreError
-from digests.models import Episode, PullRequestRef
+from digests.models import Episode, PullRequestRef, guid_key
 from digests.store.records import FetchState, PrMention, Subscription, UpsertResult
 from digests.store.schema import (
     PG_SEARCH_COLUMN,
@@ -482,6 +482,15 @@ class Store:
         )
         return found[0] if found else None
 
+    def episode_by_guid_key(self, show: str, key: str) -> Episode | None:
+        """The episode of ``show`` whose guid hashes to ``key`` (``digests.models.guid_key``):
+        how a digest button names an episode whose guid is too long for a button value."""
+        found = self._episodes(
+            "reading an episode by guid key",
+            _select().where(shows.c.name == _clean(show), episodes.c.guid_key == _clean(key)),
+        )
+        return found[0] if found else None
+
     def episode_by_url(self, url: str) -> Episode | None:
         """The episode at ``url``; a link pasted into Slack may differ from the feed's by a
         trailing slash, a ``#fragment`` or http/https, so those variants match too (the
@@ -827,6 +836,7 @@ def _episode_values(
     return {
         "show_id": show_id,
         "guid": _clean(episode.guid),
+        "guid_key": guid_key(_clean(episode.guid)),
         "title": _clean(episode.title),
         "headline": _clean(episode.headline),
         "summary": _clean(episode.summary),

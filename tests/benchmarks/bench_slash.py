@@ -230,19 +230,10 @@ def _database(url: str | None, tmp: str) -> Iterator[str]:
     if url is None or not url.startswith("postgresql"):
         yield url or f"sqlite:///{tmp}/bench.sqlite3"
         return
-    import sqlalchemy as sa
+    from tests.fixtures.store import postgres_schema
 
-    schema = f"bench_slash_{os.getpid()}"
-    admin = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    with admin.begin() as conn:
-        conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
-    try:
-        separator = "&" if "?" in url else "?"
-        yield f"{url}{separator}options=-csearch_path%3D{schema}"
-    finally:
-        with admin.begin() as conn:
-            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        admin.dispose()
+    with postgres_schema(url, "bench_slash") as scratch:
+        yield scratch
 
 
 def main(argv: list[str] | None = None) -> int:

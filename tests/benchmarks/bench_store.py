@@ -13,7 +13,6 @@ import os
 import statistics
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -24,6 +23,7 @@ import sqlalchemy as sa
 from digests.models import Episode, PullRequestRef
 from digests.store import Store
 from digests.store.schema import episodes, shows
+from tests.fixtures.store import postgres_schema
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 
@@ -139,22 +139,8 @@ def main() -> None:
     if not base:
         print("\n(PostgreSQL skipped: DIGESTBOT_TEST_POSTGRES_URL is not set)")
         return
-    schema = f"bench_{uuid.uuid4().hex}"
-    admin = sa.create_engine(base, poolclass=sa.pool.NullPool)
-    with admin.begin() as conn:
-        conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
-    try:
-        separator = "&" if "?" in base else "?"
-        run(
-            f"{base}{separator}options=-csearch_path%3D{schema}",
-            "PostgreSQL",
-            args.count,
-            args.repeat,
-        )
-    finally:
-        with admin.begin() as conn:
-            conn.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
-        admin.dispose()
+    with postgres_schema(base, "bench") as url:
+        run(url, "PostgreSQL", args.count, args.repeat)
 
 
 if __name__ == "__main__":
