@@ -4,7 +4,9 @@ For each delivery: a ``pending`` ledger row exists (inserted if new) → the row
 (``posting``, compare-and-set, committed) → ``chat.postMessage`` with metadata naming the key
 → the ``ts`` is stored → thread replies → ``posted``. A row found in ``posting`` whose owner
 is dead may or may not have reached Slack, so it is resolved by looking for its metadata in
-the channel's history before anything is posted again.
+the channel's history before anything is posted again, and its thread replies in the
+thread (``conversations.replies``) before any reply is. ``pending`` rows carry the deliverer
+that planned them, so rows whose owner died are orphans another deliverer's sweep takes on.
 
 Channels run in parallel, each as its own sequence (paced to about one post per second);
 a semaphore bounds the Slack calls in flight, so a channel waiting out its pace or a

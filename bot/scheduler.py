@@ -5,6 +5,10 @@ One job per show (id ``poll:<show>``), on an interval of ``poll_minutes`` with j
 show's stored ``next_poll_at`` — the backoff of a failing feed, or the feed's own
 ``Retry-After``/``Cache-Control`` — plus jitter. The stored time also decides the first run
 after a restart, so restarting a clock never hammers a feed that asked for quiet.
+
+A ``sweep`` job (every ``SWEEP_SECONDS``, and at start-up) delivers what a dead clock or a
+crashed run left unfinished (:class:`bot.poll.Sweeper`): with two clocks, the one that did
+not poll a show is the one that finishes its fan-out when the other dies.
 """
 
 from __future__ import annotations

@@ -6,8 +6,14 @@ whatever parts of the delivery reached Slack before it died actually in the fake
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,7 +27,7 @@ from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.decide import episode_key
 from digests.fetch import make_http_client
 from digests.store import Store
-from digests.store.ledger import Ledger, OwnerLock
+from digests.store.ledger import Ledger, OwnerLock, ShowLock
 from digests.store.schema import deliveries
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import digest, rss, rss_item, slack_outbox
@@ -276,3 +282,51 @@ async def test_the_sweep_finishes_a_dead_owners_fan_out_and_nothing_else(
     assert [i[1] for i in late.posted] == ["C4"]
     assert parts(slack_fake, "C4", key) == (["digest"], ["thread:0"])
     assert slack_fake.messages("C5") == []
+
+
+@pytest.mark.skipif(not os.environ.get("DIGESTBOT_TEST_POSTGRES_URL"), reason="needs PostgreSQL")
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_poll_locks_are_per_schema(store: Store) -> None:
+    """Advisory locks are database-wide: another deployment's schema must not block ours."""
+    base = os.environ["DIGESTBOT_TEST_POSTGRES_URL"]
+    schema = f"t_{uuid.uuid4().hex}"
+    admin = sa.create_engine(base, poolclass=sa.pool.NullPool)
+    with admin.begin() as conn:
+        conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+    other = sa.create_engine(f"{base}?options=-csearch_path%3D{schema}")
+    ours = Ledger.for_store(store)
+    held = ShowLock(ours, "PyTorch")
+    try:
+        assert held.acquire()
+        assert not ShowLock(ours, "PyTorch").acquire()  # our other clock: busy
+        theirs = ShowLock(Ledger(other), "PyTorch")
+        assert theirs.acquire()  # another deployment, same show name: not ours to wait for
+        theirs.release()
+        assert ours.namespace() != Ledger(other).namespace()
+    finally:
+        held.release()
+        other.dispose()
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        admin.dispose()
+    again = ShowLock(ours, "PyTorch")
+    assert again.acquire()
+    again.release()
+
+
+def test_on_sqlite_an_owner_is_alive_while_its_process_is(tmp_path: Path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'd.sqlite3'}")
+    ledger = Ledger.for_store(store)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        owner = f"{socket.gethostname()}:{sleeper.pid}:abcd1234"
+        assert ledger.owner_alive(owner)
+        assert not ledger.owner_alive(f"elsewhere:{sleeper.pid}:abcd1234")  # not this machine
+        assert not ledger.owner_alive("not-an-owner-name")
+        sleeper.kill()
+        sleeper.wait(timeout=10)
+        assert not ledger.owner_alive(owner)
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+        store.close()

@@ -73,10 +73,20 @@ def test_paragraphs(text: str, expected: str) -> None:
     assert t.paragraphs(text) == expected == t._paragraphs_general(text)
 
 
-def test_whitespace_fast_paths_equal_the_general_forms_on_generated_text() -> None:
+# ASCII text takes a path of its own (memchr for each whitespace character).
+_ASCII_PIECES = [
+    "word", "B.", " ", "  ", "\n", "\n\n", " \n ", "\n \n", "\t", "\r\n", "\x0b", "\x0c",
+    "\x1c", "\x1d", "\x1e", "\x1f", "\x01", "\x7f", "x" * 45,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("pieces", [_WS_PIECES, _ASCII_PIECES], ids=["unicode", "ascii"])
+def test_whitespace_fast_paths_equal_the_general_forms_on_generated_text(
+    pieces: list[str],
+) -> None:
     rng = random.Random(20261130)
     for _ in range(20_000):
-        text = "".join(rng.choice(_WS_PIECES) for _ in range(rng.randint(0, 12)))
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
         assert t.squash(text) == _split_join(text), repr(text)
         assert t.paragraphs(text) == t._paragraphs_general(text), repr(text)
 

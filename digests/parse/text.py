@@ -87,19 +87,34 @@ def cap(text: str, limit: int = MAX_TEXT) -> str:
 
 def squash(text: str) -> str:
     """All whitespace runs → one space, trimmed."""
-    # isprintable() is False for every whitespace character but the ASCII space, so text
-    # that passes these C-level checks is already squashed; splitting it into words and
-    # joining them again is the costliest step of reading a large feed.
+    # isprintable() is False for every whitespace character but the ASCII space (and for
+    # ASCII text a few memchr calls tell the same), so text that passes these C-level
+    # checks is already squashed; splitting it into words and joining them again is the
+    # costliest step of reading a large feed.
     if len(text) < 40:
         return " ".join(text.split())  # a word or two: splitting is cheaper than checking
-    if (
-        text.isprintable()
-        and "  " not in text
-        and not text.startswith(" ")
-        and not text.endswith(" ")
-    ):
+    if text.isascii():
+        plain = "\n" not in text and not _odd_ascii_space(text)
+    else:
+        plain = text.isprintable()
+    if plain and "  " not in text and not text.startswith(" ") and not text.endswith(" "):
         return text
     return " ".join(text.split())
+
+
+def _odd_ascii_space(text: str) -> bool:
+    """Whether ASCII ``text`` holds whitespace other than space and newline: a memchr per
+    character, far cheaper than ``isprintable`` (which non-ASCII text still needs)."""
+    return (
+        "\t" in text
+        or "\r" in text
+        or "\x0b" in text
+        or "\x0c" in text
+        or "\x1c" in text
+        or "\x1d" in text
+        or "\x1e" in text
+        or "\x1f" in text
+    )
 
 
 def paragraphs(text: str) -> str:
@@ -109,8 +124,11 @@ def paragraphs(text: str) -> str:
     if "\n " in text and _SPACES_LINE.search(text) is not None:
         return _paragraphs_general(text)  # a line of spaces is a break too: read slowly
     # A break is a whitespace run with two newlines. With no line of spaces, and with the
-    # ASCII space as the only other whitespace (isprintable), that is a run of newlines,
+    # ASCII space as the only other whitespace (as in squash), that is a run of newlines,
     # which splitting at "\n\n" finds without splitting the text into words.
+    ascii = text.isascii()
+    if ascii and _odd_ascii_space(text):
+        return _paragraphs_general(text)
     out: list[str] = []
     for part in text.split("\n\n"):
         if "\n" in part:
@@ -119,7 +137,7 @@ def paragraphs(text: str) -> str:
                 part = part.replace("\n", " ")
         if not part:
             continue
-        if not part.isprintable():
+        if not ascii and not part.isprintable():
             return _paragraphs_general(text)
         if "  " in part or part[0] == " " or part[-1] == " ":
             part = " ".join(part.split())

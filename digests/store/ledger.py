@@ -8,8 +8,8 @@ Claims are compare-and-set UPDATEs on (state, attempts): ``attempts`` grows with
 so two processes that read the same row cannot both win it — on PostgreSQL the second
 UPDATE waits on the first one's row lock and then finds the WHERE no longer true. Whether
 the owner of a ``posting`` row is still alive is PostgreSQL's to say: every live owner holds
-a session advisory lock named after it (:class:`OwnerLock`); SQLite is single-process, so
-there an owner that is not alive in this process is dead.
+a session advisory lock named after it (:class:`OwnerLock`). On SQLite (one machine's file)
+an owner is alive while its process is: owners are named ``host:pid:tag``.
 
 Operations take a ``Connection`` so a caller can group many of them into one transaction.
 """
@@ -17,6 +17,8 @@ Operations take a ``Connection`` so a caller can group many of them into one tra
 from __future__ import annotations
 
 import hashlib
+import os
+import socket
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -102,6 +104,7 @@ class Ledger:
 
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
+        self._namespace: str | None = None
 
     @classmethod
     def for_store(cls, store: object) -> Ledger:
@@ -113,6 +116,21 @@ class Ledger:
     @property
     def is_postgres(self) -> bool:
         return self.engine.dialect.name == "postgresql"
+
+    def namespace(self) -> str:
+        """Database and schema: advisory locks are database-wide, our tables are not.
+
+        Two deployments sharing a database in separate schemas must not take each other's
+        poll locks (each would skip its poll, thinking the other one was on it).
+        """
+        if self._namespace is None:
+            if self.is_postgres:
+                query = sa.select(sa.func.current_database(), sa.func.current_schema())
+                db, schema = self.run(lambda conn: conn.execute(query).one())
+                self._namespace = f"{db}.{schema}"
+            else:
+                self._namespace = ""
+        return self._namespace
 
     def run(self, fn: Callable[[sa.Connection], T]) -> T:
         """``fn`` in one transaction, database errors as :class:`StoreError`."""
@@ -333,7 +351,7 @@ class Ledger:
             if owner in _live_owners:
                 return True
         if not self.is_postgres:
-            return False
+            return _process_alive(owner)
         key = advisory_key(owner)
 
         def probe(conn: sa.Connection) -> bool:
@@ -374,6 +392,23 @@ class Ledger:
             return [_row(r) for r in conn.execute(query)]
 
         return [r for r in self.run(read) if r.owner != me or not active(r.ident)]
+
+
+def _process_alive(owner: str) -> bool:
+    """SQLite's answer: a file database is one machine's, and owners are ``host:pid:tag``.
+
+    A pid reused by an unrelated process only makes us wait (alive), never double a post.
+    """
+    parts = owner.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or parts[0] != socket.gethostname():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except PermissionError:  # someone else's process, but a process
+        return True
+    except (OSError, OverflowError):
+        return False
+    return True
 
 
 class OwnerLock:
@@ -423,12 +458,15 @@ class ShowLock:
 
     def __init__(self, ledger: Ledger, show: str) -> None:
         self._ledger = ledger
-        self._key = advisory_key(f"poll:{show}")
+        self._show = show
+        self._key: int | None = None
         self._conn: sa.Connection | None = None
 
     def acquire(self) -> bool:
         if not self._ledger.is_postgres:
             return True
+        if self._key is None:
+            self._key = advisory_key(f"poll:{self._ledger.namespace()}:{self._show}")
         conn = self._ledger.engine.connect()
         got = bool(conn.execute(sa.select(sa.func.pg_try_advisory_lock(self._key))).scalar_one())
         conn.commit()
