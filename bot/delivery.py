@@ -28,12 +28,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
-import sqlalchemy as sa
-
 from bot.outbox import Outbox, PostFailure, metadata_for
 from digests.errors import StoreError
 from digests.store import Store
-from digests.store.ledger import Ident, Ledger, LedgerRow, NewRow, OwnerLock
+from digests.store.ledger import Ident, Ledger, LedgerRow, NewRow, OwnerLock, Transaction
 
 log = logging.getLogger(__name__)
 
@@ -118,10 +116,10 @@ class _GroupCommit:
     def __init__(self, ledger: Ledger, executor: ThreadPoolExecutor) -> None:
         self._ledger = ledger
         self._executor = executor
-        self._queue: list[tuple[Callable[[sa.Connection], Any], asyncio.Future[Any]]] = []
+        self._queue: list[tuple[Callable[[Transaction], Any], asyncio.Future[Any]]] = []
         self._task: asyncio.Task[None] | None = None
 
-    async def run(self, fn: Callable[[sa.Connection], T]) -> T:
+    async def run(self, fn: Callable[[Transaction], T]) -> T:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         self._queue.append((fn, future))
@@ -153,7 +151,7 @@ class _GroupCommit:
                 if not future.done():
                     future.set_result(value)
 
-    def _apply(self, fns: list[Callable[[sa.Connection], Any]]) -> list[Any]:
+    def _apply(self, fns: list[Callable[[Transaction], Any]]) -> list[Any]:
         return self._ledger.run(lambda conn: [fn(conn) for fn in fns])
 
 
@@ -258,7 +256,7 @@ class Deliverer:
         ]
         idents = list(unique)
 
-        def prepare(conn: sa.Connection) -> dict[Ident, LedgerRow]:
+        def prepare(conn: Transaction) -> dict[Ident, LedgerRow]:
             self.ledger.ensure(conn, new_rows, now, self.owner)
             return self.ledger.rows(conn, idents)
 

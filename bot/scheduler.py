@@ -213,9 +213,14 @@ async def run_clock(
     *,
     stop: asyncio.Event | None = None,
     grace: float = 30.0,
-    sweep_seconds: float | None = SWEEP_SECONDS,
+    sweep_seconds: float | None = None,
 ) -> None:
-    """The clock process: store, outbox, HTTP client, scheduler; runs until SIGTERM/SIGINT."""
+    """The clock process: store, outbox, HTTP client, scheduler; runs until SIGTERM/SIGINT.
+
+    ``sweep_seconds`` defaults to ``schedule.sweep_seconds`` from the settings.
+    """
+    if sweep_seconds is None:
+        sweep_seconds = settings.schedule.sweep_seconds
     from bot.outbox import make_outbox
     from bot.runtime import open_store, resolve_team_id, sync_config_channels
     from digests.fetch import make_http_client

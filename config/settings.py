@@ -53,6 +53,8 @@ class ScheduleConfig(_Strict):
     jitter_seconds: int = Field(default=30, ge=0)
     recap: str = "mon 09:00"
     max_backoff_minutes: int = Field(default=24 * 60, ge=1)
+    # How often a clock looks for deliveries a dead clock left unfinished.
+    sweep_seconds: float = Field(default=30.0, gt=0, le=3600)
 
     @field_validator("recap")
     @classmethod

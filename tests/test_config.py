@@ -23,6 +23,7 @@ recap = false
 [schedule]
 poll_minutes = 5
 recap = "fri 17:30"
+sweep_seconds = 12.5
 """
 
 
@@ -64,6 +65,7 @@ def test_file_values_and_relative_feed(tmp_path: Path) -> None:
     assert settings.schedule.poll_minutes == 5
     assert (settings.schedule.recap_day, settings.schedule.recap_hour) == ("fri", 17)
     assert settings.schedule.recap_minute == 30
+    assert settings.schedule.sweep_seconds == 12.5
     assert settings.channels[0].keywords == ["inductor"]
     assert settings.channels[0].recap is False
     assert settings.feed_location(settings.shows[0]) == str(tmp_path / "feeds/pytorch.xml")
@@ -94,6 +96,7 @@ def test_digestbot_config_env_names_the_file(
         ('timezone = "Mars/Olympus"', "timezone: unknown timezone 'Mars/Olympus'"),
         ("[schedule]\nrecap = 'someday'", "schedule.recap: must look like 'mon 09:00'"),
         ("[schedule]\npoll_minutes = 0", "schedule.poll_minutes:"),
+        ("[schedule]\nsweep_seconds = -1", "schedule.sweep_seconds:"),
         ("[[channels]]\nid = 'general'", "channels.0.id:"),
         ("[[shows]]\nname = 'X'\nfeed = 'f.xml'\nrepo = 'not a repo'", "shows.0.repo:"),
         ("colour = 'blue'", "colour: unknown key"),

@@ -36,6 +36,9 @@ from digests.store.schema import deliveries
 T = TypeVar("T")
 
 Ident = tuple[str, str, str, str]  # (team_id, channel_id, kind, key)
+# An open ledger transaction, opaque to callers: they hand it back to Ledger methods and
+# never query it themselves, so SQL stays inside the store package.
+Transaction = sa.Connection
 
 # Owners alive in this process; a row they hold is never taken over from here.
 _live_owners: set[str] = set()
