@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
-from operator import itemgetter
+from operator import attrgetter
 
 import isodate
 
@@ -473,7 +473,11 @@ def _guid(entry: RawEntry) -> str:
 
 def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
     """Episodes of a parsed source, newest first, one per guid (first occurrence wins)."""
-    rows: list[dict[str, object]] = []
+    # Validated here rather than trusted: the values are ours, but one pydantic-core call
+    # per episode (its PR refs included) costs less than building the refs one by one,
+    # and far less than model_construct, which runs Python for every field.
+    validate = Episode.model_validate
+    episodes: list[Episode] = []
     seen: set[str] = set()
     names = _show_names(show, parsed.show_title)
     for entry in parsed.entries:
@@ -492,32 +496,31 @@ def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
             else:
                 found = more
         title = squash(entry.title)
-        rows.append(
-            {
-                "guid": guid,
-                "show": show,
-                "title": title,
-                "headline": _headline(
-                    title,
-                    names
-                    if entry.show is None
-                    else _show_names(show, parsed.show_title, entry.show),
-                ),
-                "summary": description,
-                "published_at": published_at(entry.published) or UNKNOWN_DATE,
-                "duration_seconds": duration_seconds(entry.duration),
-                "url": entry.link or None,
-                "audio_url": entry.audio_url or None,
-                "pull_requests": [
-                    {"number": number, "url": url, "context": context}
-                    for number, url, context in found[:MAX_PULL_REQUESTS]
-                ],
-                "nearby": nearby(entry.nearby) if entry.nearby else (),
-                "transcript": text,
-            }
+        episodes.append(
+            validate(
+                {
+                    "guid": guid,
+                    "show": show,
+                    "title": title,
+                    "headline": _headline(
+                        title,
+                        names
+                        if entry.show is None
+                        else _show_names(show, parsed.show_title, entry.show),
+                    ),
+                    "summary": description,
+                    "published_at": published_at(entry.published) or UNKNOWN_DATE,
+                    "duration_seconds": duration_seconds(entry.duration),
+                    "url": entry.link or None,
+                    "audio_url": entry.audio_url or None,
+                    "pull_requests": [
+                        {"number": number, "url": url, "context": context}
+                        for number, url, context in found[:MAX_PULL_REQUESTS]
+                    ],
+                    "nearby": nearby(entry.nearby) if entry.nearby else (),
+                    "transcript": text,
+                }
+            )
         )
-    rows.sort(key=itemgetter("published_at"), reverse=True)
-    # Validated here rather than trusted: the values are ours, but one pydantic-core call
-    # per episode (its PR refs included) costs less than building the refs one by one.
-    validate = Episode.model_validate
-    return [validate(row) for row in rows]
+    episodes.sort(key=attrgetter("published_at"), reverse=True)
+    return episodes
