@@ -82,7 +82,8 @@ class RunReport:
         d = self.delivery
         failed = [p for p in self.polls if p.status == "failed"]
         return (
-            f"{len(self.polls)} feeds polled ({len(failed)} failing), "
+            f"{len(self.polls)} feed{'' if len(self.polls) == 1 else 's'} polled "
+            f"({len(failed)} failing), "
             f"{len(d.posted)} posted, {len(d.updated)} updated, {len(d.recovered)} recovered, "
             f"{len(d.failed)} failed, {len(d.paused)} channels paused"
             + (f", {len(self.errors)} errors" if self.errors else "")

@@ -177,7 +177,7 @@ def test_run_once_killed_mid_fan_out_then_rerun_leaves_one_copy_each(
     rows = episode_rows(db_url)
     assert {r.state for r in rows} == {"posted"} and len(rows) == len(channels)
     summary = re.search(r"(\d+) posted, \d+ updated, (\d+) recovered", out)
-    assert summary is not None and "1 feeds polled (0 failing)" in out, out
+    assert summary is not None and "1 feed polled (0 failing)" in out, out
     posted, recovered = int(summary[1]), int(summary[2])
     assert recovered >= 1 and posted + recovered == len(unfinished)
 
