@@ -259,11 +259,13 @@ async def run_clock(
         try:
             await stop.wait()
         finally:
-            scheduler.shutdown(wait=False)
-            # Let a poll that is mid-delivery finish its posts (and their ledger rows).
+            # Let a poll that is mid-delivery finish its posts (and their ledger rows) before
+            # shutting down: APScheduler's asyncio executor cancels running jobs on shutdown.
+            scheduler.pause()
             busy = set(_running.get(scheduler, ()))
             if busy:
                 await asyncio.wait(busy, timeout=grace)
+            scheduler.shutdown(wait=False)
             await deliverer.aclose()
             await outbox.close()
             await asyncio.to_thread(store.close)
