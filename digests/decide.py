@@ -8,6 +8,7 @@ no-archive rules testable as tables.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -76,12 +77,16 @@ class Notice:
 
 
 def matches(episode: Episode, keywords: Iterable[str]) -> bool:
-    """Any keyword, case-insensitive, in headline, summary or transcript (no keywords: all)."""
+    """Any keyword, case-insensitive, in headline, summary or transcript (no keywords: all).
+
+    A keyword matches at the start of a word, so "kernel" finds "kernels" but "mps" does
+    not find "jumps".
+    """
     words = [w.casefold().strip() for w in keywords if w.strip()]
     if not words:
         return True
     haystack = "\n".join((episode.headline, episode.summary, episode.transcript)).casefold()
-    return any(word in haystack for word in words)
+    return any(re.search(r"(?<!\w)" + re.escape(word), haystack) for word in words)
 
 
 def _newest(episodes: Sequence[Episode], count: int) -> set[str]:

@@ -241,6 +241,10 @@ def test_decide(
         (("UPSAMPLE",), True),
         (("cuda",), False),
         (("cuda", "mps"), True),
+        (("kernel",), True),  # the start of a word: plurals match
+        (("ps",), False),  # never inside a word
+        (("etal",), False),
+        (("mps upsample",), True),
     ],
 )
 def test_matches(keywords: tuple[str, ...], expected: bool) -> None:
