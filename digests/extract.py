@@ -306,51 +306,50 @@ _PR_HEAD = re.compile(
     r"p(?<!\wp)(?:(rs)|r|(ull[ \t-]+requests)|ull[ \t-]+request)\b"
     r"[^\S\n]*+:?[^\S\n]*+(?:(?:number|no\.|num\.)[^\S\n]*+)?#?(\d{1,9})\b(?!\.\d)"
 )
-# After a plural head, on the original text: ", 2", " and 3", ", and #4", or
-# "1 for merging, 2 for rebasing" (a few lower-case words between numbers; a capital,
-# a full stop or a line break ends the list).
-_PR_MORE = re.compile(
-    r"(?:[^\S\n]++[a-z][a-z'-]{0,20}+){0,4}?"
-    r"(?:[^\S\n]*+,[^\S\n]*+(?:(?:and|or|&)[^\S\n]++)?|[^\S\n]++(?:and|or|&)[^\S\n]++)"
-    r"#?(\d{1,9})\b(?!\.\d)"
-)
 # Numbers that are counts, not PRs: "PRs 3, 4 and 17 commits" stops before 17.
-_COUNT_AFTER = re.compile(
-    r"[^\S\n]*+(?:commits?|times|files?|tests?|lines?|days?|hours?|minutes?|seconds?|"
-    r"weeks?|months?|years?|percent|%|people|contributors?|authors?|issues?|more|other)\b",
-    re.I,
+_COUNT_WORD = (
+    r"(?i:commits?|times|files?|tests?|lines?|days?|hours?|minutes?|seconds?|weeks?|months?|"
+    r"years?|percent|%|people|contributors?|authors?|issues?|more|other)\b"
 )
+# The rest of a list after a plural head, as one match on the original text: ", 2",
+# " and 3", ", and #4", or "1 for merging, 2 for rebasing" (a few lower-case words before
+# each separator; a capital, a full stop or a line break ends the list). Words hold no
+# digits, so the numbers in the match are exactly the list's. Possessive: a list that
+# stops is never re-read.
+_PR_LIST = re.compile(
+    r"(?:(?:[^\S\n]++[a-z][a-z'-]{0,20}+){0,4}?"
+    r"(?:[^\S\n]*+,[^\S\n]*+(?:(?:and|or|&)[^\S\n]++)?|[^\S\n]++(?:and|or|&)[^\S\n]++)"
+    r"#?\d{1,9}\b(?!\.\d)(?![^\S\n]*+" + _COUNT_WORD + r"))*+"
+)
+_LIST_NUMBER = re.compile(r"\d{1,9}")
 _PR_LINK = re.compile(r"github\.com/([a-z0-9_.-]{1,100})/([a-z0-9_.-]{1,100})/pull/(\d{1,9})\b")
 # A sentence ends at . ! ? … (plus closing quotes/brackets) before whitespace and a
 # capital, digit or opening quote, or at a blank line. "e.g. foo", "PR No. 5", "2.5" stay.
 _SENTENCE_END = re.compile(
     r"[.!?…\n](?:"
     r"(?<=\n)[^\S\n]*\n"
-    r"|(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\betc\.)(?<!\bNo\.)(?<!\bno\.)(?<!\bDr\.)"
-    r"(?<!\bMr\.)(?<!\bMs\.)(?<!\bcf\.)(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[A-Z0-9])"
+    r"|(?<!\b(?:e\.g|i\.e|etc)\.)(?<!\b(?:vs|[Nn]o|Dr|Mr|Ms|cf)\.)"
+    r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[A-Z0-9])"
     r")"
 )
 # The same, for a paragraph whose only sentence mark is the full stop: led by a literal,
 # so the regex engine skips ahead fast instead of testing a character set at every
 # position (three times faster on prose).
 _FULL_STOP_END = re.compile(
-    r"\.(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\betc\.)(?<!\bNo\.)(?<!\bno\.)(?<!\bDr\.)"
-    r"(?<!\bMr\.)(?<!\bMs\.)(?<!\bcf\.)[\"')\]]*\s+(?=[\"'(\[A-Z0-9])"
+    r"\.(?<!\b(?:e\.g|i\.e|etc)\.)(?<!\b(?:vs|[Nn]o|Dr|Mr|Ms|cf)\.)"
+    r"[\"')\]]*\s+(?=[\"'(\[A-Z0-9])"
 )
 
 
 def pull_requests(text: str, repo: str) -> tuple[PullRequestRef, ...]:
     """Every PR the text names, in order of first mention, no repeats, with its sentence."""
-    return tuple(
-        PullRequestRef(number=number, url=url, context=context)
-        for number, url, context in _pull_requests(text, repo)
-    )
+    return tuple(_pull_requests(text, repo))
 
 
 def _pull_requests(
     text: str, repo: str, lower: str | None = None, normalised: bool = False
-) -> list[tuple[int, str, str]]:
-    """(number, url, context) of each PR ``text`` names.
+) -> list[PullRequestRef]:
+    """Each PR ``text`` names.
 
     ``lower`` is ``text.lower()`` when the caller has it. ``normalised`` says ``text`` is
     the output of ``summary`` or ``transcript`` (single spaces, paragraphs split by exactly
@@ -370,13 +369,12 @@ def _pull_requests(
         for m in _PR_HEAD.finditer(lower):
             append((m.start(3), int(m.group(3)), ""))
             if m.group(1) or m.group(2):
-                pos = m.end()
-                while len(found) < MAX_PULL_REQUESTS:
-                    more = _PR_MORE.match(text, pos)
-                    if more is None or _COUNT_AFTER.match(text, more.end()):
-                        break
-                    append((more.start(1), int(more.group(1)), ""))
-                    pos = more.end()
+                rest = _PR_LIST.match(text, m.end())
+                if rest is not None and rest.end() > m.end():
+                    for more in _LIST_NUMBER.finditer(text, m.end(), rest.end()):
+                        if len(found) >= MAX_PULL_REQUESTS:
+                            break
+                        append((more.start(), int(more.group()), ""))
     if "github.com/" in lower:
         for m in _PR_LINK.finditer(lower):
             if m.start() and (lower[m.start() - 1].isalnum() or lower[m.start() - 1] == "-"):
@@ -394,7 +392,7 @@ def _pull_requests(
         starts = [0, *[m.end() for m in _SENTENCE_END.finditer(text)], len(text) + 1]
     base = f"https://github.com/{repo}/pull/"
     seen: set[str] = set()
-    refs: list[tuple[int, str, str]] = []
+    refs: list[PullRequestRef] = []
     sentences: dict[int, str] = {}
     i = 0
     for pos, number, url in found:
@@ -410,7 +408,9 @@ def _pull_requests(
             # Inside a normalised paragraph every space is single already.
             sentences[i] = whole = whole if normalised else squash(whole)
         refs.append(
-            (number, url, whole if len(whole) <= MAX_CONTEXT else _clip(whole, pos - starts[i]))
+            PullRequestRef(
+                number, url, whole if len(whole) <= MAX_CONTEXT else _clip(whole, pos - starts[i])
+            )
         )
         if len(refs) >= MAX_PULL_REQUESTS:
             break
@@ -473,9 +473,9 @@ def _guid(entry: RawEntry) -> str:
 
 def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
     """Episodes of a parsed source, newest first, one per guid (first occurrence wins)."""
-    # Validated here rather than trusted: the values are ours, but one pydantic-core call
-    # per episode (its PR refs included) costs less than building the refs one by one,
-    # and far less than model_construct, which runs Python for every field.
+    # Validated here rather than trusted: one pydantic-core call per episode costs less
+    # than model_construct, which runs Python for every field. The PR refs are records
+    # pydantic passes through as they are.
     validate = Episode.model_validate
     episodes: list[Episode] = []
     seen: set[str] = set()
@@ -485,16 +485,20 @@ def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
         if guid in seen:
             continue
         seen.add(guid)
-        description, lower = _cleaned(entry.description, squash)
-        found = _pull_requests(description, repo, lower, normalised=True)
+        description, description_lower = _cleaned(entry.description, squash)
         text, lower = _cleaned(entry.transcript, paragraphs)
-        more = _pull_requests(text, repo, lower, normalised=True)
-        if more:
-            if found:
-                known = {url for _, url, _ in found}
-                found.extend(ref for ref in more if ref[1] not in known)
-            else:
-                found = more
+        if description:
+            # One scan of both, a paragraph break between them: the summary's PRs first,
+            # then the transcript's not named yet, each with its own sentence.
+            text_lower = description_lower + "\n\n" + lower if text else description_lower
+            found = _pull_requests(
+                description + "\n\n" + text if text else description,
+                repo,
+                text_lower,
+                normalised=True,
+            )
+        else:
+            found = _pull_requests(text, repo, lower, normalised=True)
         title = squash(entry.title)
         episodes.append(
             validate(
@@ -513,10 +517,7 @@ def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
                     "duration_seconds": duration_seconds(entry.duration),
                     "url": entry.link or None,
                     "audio_url": entry.audio_url or None,
-                    "pull_requests": [
-                        {"number": number, "url": url, "context": context}
-                        for number, url, context in found[:MAX_PULL_REQUESTS]
-                    ],
+                    "pull_requests": tuple(found),
                     "nearby": nearby(entry.nearby) if entry.nearby else (),
                     "transcript": text,
                 }

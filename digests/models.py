@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -18,7 +19,12 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class PullRequestRef(_Frozen):
+@dataclass(frozen=True, slots=True)
+class PullRequestRef:
+    """A PR an episode names. A plain record, not a model: a large feed makes tens of
+    thousands of them, our extractor is their only maker, and an ``Episode`` read from
+    JSON still validates them (pydantic checks dataclass fields from dicts)."""
+
     number: int
     url: str
     context: str = ""
@@ -55,8 +61,10 @@ class Episode(_Frozen):
         return self.model_dump(mode="json")
 
 
-class RawEntry(_Frozen):
-    """What a parser read from one item or page, before extraction cleans it up."""
+@dataclass(frozen=True, slots=True)
+class RawEntry:
+    """What a parser read from one item or page, before extraction cleans it up: strings
+    our parsers cut from the document, so a record rather than a validated model."""
 
     guid: str | None = None
     title: str = ""
@@ -70,7 +78,8 @@ class RawEntry(_Frozen):
     show: str | None = None
 
 
-class ParsedSource(_Frozen):
+@dataclass(frozen=True, slots=True)
+class ParsedSource:
     """A parsed feed or page: the show name it claims (if any) and its raw entries."""
 
     kind: str  # "rss" | "atom" | "page-text" | "page-html"

@@ -3,6 +3,7 @@ subcommand as Slack sends it, on SQLite and PostgreSQL, store seeded from a loop
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from datetime import UTC, datetime
@@ -444,8 +445,8 @@ def test_huge_answers_stay_within_block_kit_limits(slack_app: RunningApp) -> Non
                 "published_at": datetime(2026, 8, 1, 13, 0, tzinfo=UTC).replace(day=1 + n % 28),
                 "nearby": tuple(f"{long_words} {k}" for k in range(30)),
                 "pull_requests": (
-                    base.pull_requests[0].model_copy(
-                        update={"number": 777, "context": "PR 777 " + "<@U666> long " * 200}
+                    dataclasses.replace(
+                        base.pull_requests[0], number=777, context="PR 777 " + "<@U666> long " * 200
                     ),
                 ),
             }

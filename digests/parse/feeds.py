@@ -6,10 +6,7 @@ cost per item is a handful of dict lookups plus the text we keep.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from lxml import etree
-from pydantic import ValidationError
 
 from digests.errors import FeedParseError
 from digests.models import ParsedSource, RawEntry
@@ -82,30 +79,28 @@ def _ns_kind(uri: str) -> str | None:
     return _NS_KIND.get(key.rstrip("/#"))
 
 
-def _field_resolver(table: dict[tuple[str | None, str], str]) -> Callable[[object], str | None]:
-    """tag → field, memoised per parse (a feed repeats a few dozen distinct tags)."""
-    cache: dict[object, str | None] = {}
+class _Fields(dict[object, str | None]):
+    """tag → field, learnt per parse: a feed repeats a few dozen distinct tags, so after
+    the first item every child costs one dict lookup."""
 
-    def resolve(tag: object) -> str | None:
-        try:
-            return cache[tag]
-        except KeyError:
-            pass
+    def __init__(self, table: dict[tuple[str | None, str], str]) -> None:
+        super().__init__()
+        self._table = table
+
+    def __missing__(self, tag: object) -> str | None:
         field: str | None = None
         if isinstance(tag, str):
             if tag[0] == "{":
                 uri, _, local = tag[1:].partition("}")
                 kind = _ns_kind(uri)
                 if kind == "rss":
-                    field = table.get((None, local.lower()))
+                    field = self._table.get((None, local.lower()))
                 elif kind is not None:
-                    field = table.get((kind, local.lower()))
+                    field = self._table.get((kind, local.lower()))
             else:
-                field = table.get((None, tag.lower()))
-        cache[tag] = field
+                field = self._table.get((None, tag.lower()))
+        self[tag] = field
         return field
-
-    return resolve
 
 
 def _text(el: etree._Element) -> str:
@@ -139,9 +134,9 @@ def parse_rss(root: etree._Element, source: str) -> ParsedSource:
             break
     if channel is None:
         raise FeedParseError(source, "RSS document has no <channel>")
-    resolve = _field_resolver(_RSS_FIELDS)
+    fields = _Fields(_RSS_FIELDS)
     show_title: str | None = None
-    entries: list[dict[str, object]] = []
+    entries: list[RawEntry] = []
     # Items normally sit in <channel>; RSS 0.9x/1.0-style feeds put them beside it.
     containers = [channel, root]
     for container in containers:
@@ -154,7 +149,7 @@ def parse_rss(root: etree._Element, source: str) -> ParsedSource:
                 if len(entries) >= MAX_ENTRIES:
                     break
                 try:
-                    entry = _rss_item(el, resolve)
+                    entry = _rss_item(el, fields)
                 except ValueError:
                     # One item we cannot read must not cost the reader the whole feed.
                     entry = None
@@ -165,33 +160,17 @@ def parse_rss(root: etree._Element, source: str) -> ParsedSource:
     return _source("rss", show_title, entries)
 
 
-def _source(kind: str, show_title: str | None, entries: list[dict[str, object]]) -> ParsedSource:
-    """All entries validated in one pydantic-core call (far cheaper than one per entry)."""
-    try:
-        return ParsedSource.model_validate(
-            {"kind": kind, "show_title": show_title, "entries": entries}
-        )
-    except ValidationError:
-        pass
-    # Rare: find the entries pydantic refuses and keep the others.
-    kept: list[RawEntry] = []
-    for fields in entries:
-        try:
-            kept.append(RawEntry.model_validate(fields))
-        except ValidationError:
-            continue
-    return ParsedSource(kind=kind, show_title=show_title, entries=tuple(kept))
+def _source(kind: str, show_title: str | None, entries: list[RawEntry]) -> ParsedSource:
+    return ParsedSource(kind=kind, show_title=show_title, entries=tuple(entries))
 
 
-def _rss_item(
-    item: etree._Element, resolve: Callable[[object], str | None]
-) -> dict[str, object] | None:
+def _rss_item(item: etree._Element, fields: _Fields) -> RawEntry | None:
     f: dict[str, str] = {}
     audio: str | None = None
     link: str | None = None
     permalink = False
     for child in item:
-        field = resolve(child.tag)
+        field = fields[child.tag]
         if field is None:
             continue
         if field == "enclosure" or field == "media":
@@ -217,29 +196,29 @@ def _rss_item(
     transcript = to_text(f.get("content") or f.get("podcast_transcript"))
     if guid is None:
         guid = stable_guid(link, title, published)
-    return {
-        "guid": guid,
-        "title": title,
-        "description": description,
-        "transcript": transcript,
-        "published": published,
-        "duration": squash(f.get("duration", ""))[:100] or None,
-        "link": link,
-        "audio_url": audio[:MAX_TITLE] if audio else None,
-    }
+    return RawEntry(
+        guid=guid,
+        title=title,
+        description=description,
+        transcript=transcript,
+        published=published,
+        duration=squash(f.get("duration", ""))[:100] or None,
+        link=link,
+        audio_url=audio[:MAX_TITLE] if audio else None,
+    )
 
 
 def parse_atom(root: etree._Element, source: str) -> ParsedSource:
-    resolve = _field_resolver(_ATOM_FIELDS)
+    fields = _Fields(_ATOM_FIELDS)
     show_title: str | None = None
-    entries: list[dict[str, object]] = []
+    entries: list[RawEntry] = []
     for el in root:
         tag = el.tag
         if tag == _ATOM + "entry":
             if len(entries) >= MAX_ENTRIES:
                 break
             try:
-                entry = _atom_entry(el, resolve)
+                entry = _atom_entry(el, fields)
             except ValueError:
                 entry = None
             if entry is not None:
@@ -249,14 +228,12 @@ def parse_atom(root: etree._Element, source: str) -> ParsedSource:
     return _source("atom", show_title, entries)
 
 
-def _atom_entry(
-    entry: etree._Element, resolve: Callable[[object], str | None]
-) -> dict[str, object] | None:
+def _atom_entry(entry: etree._Element, fields: _Fields) -> RawEntry | None:
     f: dict[str, str] = {}
     audio: str | None = None
     link: str | None = None
     for child in entry:
-        field = resolve(child.tag)
+        field = fields[child.tag]
         if field is None:
             continue
         if field == "atom_link":
@@ -282,13 +259,13 @@ def _atom_entry(
     transcript = f.get("content") or to_text(f.get("podcast_transcript"))
     if guid is None:
         guid = stable_guid(link, title, published)
-    return {
-        "guid": guid,
-        "title": title,
-        "description": cap(description),
-        "transcript": cap(transcript),
-        "published": published,
-        "duration": squash(f.get("duration", ""))[:100] or None,
-        "link": link[:MAX_TITLE] if link else None,
-        "audio_url": audio[:MAX_TITLE] if audio else None,
-    }
+    return RawEntry(
+        guid=guid,
+        title=title,
+        description=cap(description),
+        transcript=cap(transcript),
+        published=published,
+        duration=squash(f.get("duration", ""))[:100] or None,
+        link=link[:MAX_TITLE] if link else None,
+        audio_url=audio[:MAX_TITLE] if audio else None,
+    )
