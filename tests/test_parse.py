@@ -215,6 +215,75 @@ def test_rss_10_rdf_items_beside_the_channel() -> None:
     assert numbers(episode) == [5]
 
 
+# Feeds are read entry by entry as lxml parses them, and each entry is dropped once read;
+# these pin what that streaming must still see as a whole-tree reading would.
+
+
+def test_streamed_feed_keeps_a_show_title_written_after_the_items() -> None:
+    data = (
+        b'<?xml version="1.0"?><rss version="2.0"><channel>'
+        b"<item><title>PyTorch: One</title><guid>g1</guid></item>"
+        b"<item><title>PyTorch: Two</title><guid>g2</guid></item>"
+        b"<title>PyTorch Late Title</title></channel></rss>"
+    )
+    parsed = parse_bytes(data, "feed")
+    assert parsed.show_title == "PyTorch Late Title"
+    assert [e.guid for e in parsed.entries] == ["g1", "g2"]
+
+
+def test_streamed_feed_reads_only_items_of_the_channel_or_the_root() -> None:
+    data = rss(
+        "<item><title>PyTorch: Real</title><guid>real</guid>"
+        '<media:group xmlns:media="http://search.yahoo.com/mrss/">'
+        "<item><title>Nested, not an episode</title><guid>nested</guid></item>"
+        "</media:group></item>"
+        '<extra xmlns="urn:x"><item><guid>elsewhere</guid></item></extra>'
+        "<item><title>PyTorch: Also real</title><guid>also</guid></item>"
+    )
+    parsed = parse_bytes(data, "feed")
+    assert parsed.show_title == "PyTorch"
+    assert [e.guid for e in parsed.entries] == ["real", "also"]
+
+
+def test_streamed_atom_feed_ignores_rss_items_and_rss_ignores_atom_entries() -> None:
+    atom = b"""<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom">
+  <title>PyTorch</title><item><title>stray</title></item>
+  <entry><title>PyTorch: A</title><id>a</id><updated>2026-10-01T00:00:00Z</updated></entry>
+</feed>"""
+    parsed = parse_bytes(atom, "feed")
+    assert (parsed.kind, [e.guid for e in parsed.entries]) == ("atom", ["a"])
+    mixed = rss(
+        '<entry xmlns="http://www.w3.org/2005/Atom"><id>atom-entry</id></entry>'
+        "<item><title>PyTorch: R</title><guid>r</guid></item>"
+    )
+    assert [e.guid for e in parse_bytes(mixed, "feed").entries] == ["r"]
+
+
+def test_odd_case_items_are_still_read() -> None:
+    # Not valid RSS, but seen: the streaming reader matches tags exactly, so a feed whose
+    # items it cannot see is read from the whole tree instead.
+    data = (
+        b'<?xml version="1.0"?><RSS version="2.0"><Channel><Title>PyTorch</Title>'
+        b"<Item><Title>PyTorch: Shouting</Title><GUID>loud</GUID></Item></Channel></RSS>"
+    )
+    parsed = parse_bytes(data, "feed")
+    assert parsed.show_title == "PyTorch"
+    assert [e.guid for e in parsed.entries] == ["loud"]
+
+
+def test_items_without_a_channel_are_refused_like_before() -> None:
+    data = b'<rss version="2.0"><item><title>PyTorch: Lost</title><guid>x</guid></item></rss>'
+    with pytest.raises(FeedParseError, match="no <channel>"):
+        parse_bytes(data, "feed")
+
+
+def test_malformed_xml_after_good_items_fails_the_feed() -> None:
+    # Streaming has read items by then; a truncated feed must still not pass as complete.
+    data = rss("<item><title>PyTorch: Fine</title><guid>ok</guid></item>")[:-20]
+    with pytest.raises(FeedParseError, match="malformed XML"):
+        parse_bytes(data, "feed")
+
+
 def test_utf16_feed_with_bom() -> None:
     text = rss("<item><title>Café ☕</title><guid>u</guid></item>").decode()
     data = text.replace('<?xml version="1.0"?>', '<?xml version="1.0" encoding="UTF-16"?>')

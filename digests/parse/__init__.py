@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import codecs
 import re
-import threading
 
 from lxml import etree
 
 from digests.errors import FeedParseError
 from digests.models import ParsedSource
-from digests.parse.feeds import ATOM_NS, parse_atom, parse_rss
+from digests.parse.feeds import read_feed
 from digests.parse.pages import read_html, read_text_layout, text_page_entry
 from digests.parse.text import html_parser
 
@@ -49,23 +48,15 @@ _MAGIC = (
     (b"OggS", "an Ogg file"),
 )
 
-_local = threading.local()
-
-
-def _xml_parser() -> etree.XMLParser:
-    """No entity expansion, no DTD, no network, no huge text nodes: no XXE, no bombs."""
-    parser: etree.XMLParser | None = getattr(_local, "xml", None)
-    if parser is None:
-        parser = etree.XMLParser(
-            resolve_entities=False,
-            no_network=True,
-            load_dtd=False,
-            huge_tree=False,
-            # Not collect_ids=False: with it libxml2 tries to fetch an external DTD
-            # ("failed to load … network entity"), which old RSS 0.91 feeds all declare.
-        )
-        _local.xml = parser
-    return parser
+# No entity expansion, no DTD, no network, no huge text nodes: no XXE, no bombs. Not
+# collect_ids=False: with it libxml2 tries to fetch an external DTD ("failed to load …
+# network entity"), which old RSS 0.91 feeds all declare.
+_XML_OPTIONS = {
+    "resolve_entities": False,
+    "no_network": True,
+    "load_dtd": False,
+    "huge_tree": False,
+}
 
 
 def parse_bytes(data: bytes, source: str, content_type: str | None = None) -> ParsedSource:
@@ -165,28 +156,11 @@ def _text(data: bytes, bom: str | None, content_type: str | None) -> str:
 
 
 def _parse_feed(data: bytes, source: str) -> ParsedSource:
-    try:
-        root = etree.fromstring(data, _xml_parser())
-    except etree.XMLSyntaxError as err:
-        raise FeedParseError(source, f"malformed XML: {_xml_reason(err)}") from err
-    except (etree.ParserError, ValueError) as err:
-        raise FeedParseError(source, f"malformed XML: {err}") from err
-    tag = root.tag if isinstance(root.tag, str) else ""
-    local = tag.rsplit("}", 1)[-1].lower()
-    if local in ("rss", "rdf"):
-        return parse_rss(root, source)
-    if local == "feed":
-        if tag != "{" + ATOM_NS + "}feed":
-            raise FeedParseError(source, f"unsupported Atom version (root {tag!r})")
-        return parse_atom(root, source)
-    if local == "html":
-        return _parse_html(etree.tostring(root, encoding="unicode"), source)
-    raise FeedParseError(source, f"XML but not a feed (root element <{local or '?'}>)")
-
-
-def _xml_reason(err: etree.XMLSyntaxError) -> str:
-    msg = " ".join(str(err.msg or err).split())
-    return f"{msg} (line {err.lineno})" if err.lineno else msg
+    parsed = read_feed(data, source, _XML_OPTIONS)
+    if parsed is None:
+        # XHTML served as XML: an episode page after all.
+        return _parse_html(_text(data, _bom_encoding(data), None), source)
+    return parsed
 
 
 def _parse_html(markup: str, source: str) -> ParsedSource:

@@ -6,6 +6,8 @@ cost per item is a handful of dict lookups plus the text we keep.
 
 from __future__ import annotations
 
+import io
+
 from lxml import etree
 
 from digests.errors import FeedParseError
@@ -126,12 +128,144 @@ def _audio(el: etree._Element) -> str | None:
     return None
 
 
-def parse_rss(root: etree._Element, source: str) -> ParsedSource:
-    channel = None
+# Items of every RSS flavour (any namespace) and Atom entries: the elements read as the
+# document streams in, so a large feed never holds its whole tree.
+_ENTRY_TAGS = ("{*}item", _ATOM + "entry")
+
+
+def read_feed(data: bytes, source: str, options: dict[str, bool]) -> ParsedSource | None:
+    """RSS or Atom, read entry by entry while lxml parses (``options``: the parser's
+    safety settings). None when the document is XML whose root is ``<html>``.
+
+    Each entry is read as soon as it ends and then dropped with what came before it, so
+    memory stays at one entry plus the records, not the document's tree.
+    """
+    events = etree.iterparse(io.BytesIO(data), events=("end",), tag=_ENTRY_TAGS, **options)
+    stream: _Stream | None = None
+    try:
+        for _, el in events:
+            if stream is None:
+                stream = _Stream(el.getroottree().getroot(), source)
+            if not stream.add(el):
+                break
+    except etree.XMLSyntaxError as err:
+        raise FeedParseError(source, f"malformed XML: {xml_reason(err)}") from err
+    except (etree.ParserError, ValueError) as err:
+        raise FeedParseError(source, f"malformed XML: {err}") from err
+    if stream is not None and stream.entries:
+        return stream.result()
+    # No entries streamed: the whole tree is still here (nothing was dropped), so the
+    # tree readers decide, with their rules for odd feeds and their errors.
+    root = events.root
+    if root is None:
+        raise FeedParseError(source, "malformed XML: no root element")
+    return read_tree(root, source)
+
+
+def read_tree(root: etree._Element, source: str) -> ParsedSource | None:
+    """A feed from a parsed tree; None when the root is ``<html>``."""
+    tag = root.tag if isinstance(root.tag, str) else ""
+    local = tag.rsplit("}", 1)[-1].lower()
+    if local in ("rss", "rdf"):
+        return parse_rss(root, source)
+    if local == "feed":
+        if tag != _ATOM + "feed":
+            raise FeedParseError(source, f"unsupported Atom version (root {tag!r})")
+        return parse_atom(root, source)
+    if local == "html":
+        return None
+    raise FeedParseError(source, f"XML but not a feed (root element <{local or '?'}>)")
+
+
+def xml_reason(err: etree.XMLSyntaxError) -> str:
+    msg = " ".join(str(err.msg or err).split())
+    return f"{msg} (line {err.lineno})" if err.lineno else msg
+
+
+class _Stream:
+    """Entries of one feed as they stream in: the same items and rules as ``parse_rss``
+    and ``parse_atom`` (RSS items in <channel> or beside it, Atom entries in <feed>)."""
+
+    def __init__(self, root: etree._Element, source: str) -> None:
+        self.root = root
+        self.source = source
+        tag = root.tag if isinstance(root.tag, str) else ""
+        local = tag.rsplit("}", 1)[-1].lower()
+        self.atom = tag == _ATOM + "feed"
+        if local == "feed" and not self.atom:
+            raise FeedParseError(source, f"unsupported Atom version (root {tag!r})")
+        self.kind = "atom" if self.atom else "rss"
+        self.feed = local in ("rss", "rdf") or self.atom
+        self.fields = _Fields(_ATOM_FIELDS if self.atom else _RSS_FIELDS)
+        self.entries: list[RawEntry] = []
+        self.show_title: str | None = None
+        self._titled = False
+
+    def add(self, el: etree._Element) -> bool:
+        """Read one entry; False once no more are wanted."""
+        parent = el.getparent()
+        if not self.feed or parent is None or not self._holds_entries(parent, el):
+            return True  # an item nested elsewhere, or a root that is no feed: left alone
+        if not self._titled:
+            # Everything before the first entry is the feed's head: its title is there.
+            self._titled = True
+            if not self.atom and _channel(self.root) is None:
+                raise FeedParseError(self.source, "RSS document has no <channel>")
+            self.show_title = self._title(parent)
+        try:
+            entry = _atom_entry(el, self.fields) if self.atom else _rss_item(el, self.fields)
+        except ValueError:
+            # One item we cannot read must not cost the reader the whole feed.
+            entry = None
+        if entry is not None:
+            self.entries.append(entry)
+        # Drop the entry and what came before it: nothing later refers back.
+        el.clear(keep_tail=True)
+        while el.getprevious() is not None:
+            del parent[0]
+        return len(self.entries) < MAX_ENTRIES
+
+    def _holds_entries(self, parent: etree._Element, el: etree._Element) -> bool:
+        if self.atom:
+            return parent is self.root and el.tag == _ATOM + "entry"
+        if el.tag == _ATOM + "entry":
+            return False
+        if parent is self.root:
+            return True
+        ptag = parent.tag if isinstance(parent.tag, str) else ""
+        return parent.getparent() is self.root and ptag.rsplit("}", 1)[-1].lower() == "channel"
+
+    def _title(self, head: etree._Element) -> str | None:
+        if self.atom:
+            for el in head:
+                if el.tag == _ATOM + "title":
+                    return squash(_atom_text(el))[:MAX_TITLE] or None
+            return None
+        channel = head if head is not self.root else _channel(self.root)
+        if channel is None:
+            return None
+        for el in channel:
+            tag = el.tag
+            if isinstance(tag, str) and tag.rsplit("}", 1)[-1].lower() == "title":
+                return squash(_text(el))[:MAX_TITLE] or None
+        return None
+
+    def result(self) -> ParsedSource:
+        if self.show_title is None:
+            # A title after the entries (rare, but valid) is still in the tree.
+            self.show_title = self._title(self.root)
+        return _source(self.kind, self.show_title, self.entries)
+
+
+def _channel(root: etree._Element) -> etree._Element | None:
     for child in root:
         if isinstance(child.tag, str) and child.tag.rsplit("}", 1)[-1].lower() == "channel":
-            channel = child
-            break
+            return child
+    return None
+
+
+def parse_rss(root: etree._Element, source: str) -> ParsedSource:
+    channel = _channel(root)
     if channel is None:
         raise FeedParseError(source, "RSS document has no <channel>")
     fields = _Fields(_RSS_FIELDS)

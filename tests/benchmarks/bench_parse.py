@@ -16,11 +16,15 @@ import dataclasses
 import gc
 import random
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from pathlib import Path
 from xml.sax.saxutils import escape
 
 from lxml import etree
@@ -167,11 +171,45 @@ def _median_ms(
     return statistics.median(times)
 
 
+_RSS_PROBE = """
+import sys
+from pathlib import Path
+from lxml import etree
+from digests.extract import build_episodes
+from digests.parse import parse_bytes
+def peak_kb():
+    # VmHWM, not ru_maxrss: the latter keeps the parent's peak across fork and exec.
+    status = Path("/proc/self/status").read_text()
+    return int(status.split("VmHWM:")[1].split()[0])
+data = Path(sys.argv[2]).read_bytes()
+before = peak_kb()
+if sys.argv[1] == "lxml":
+    kept = etree.fromstring(data)
+else:
+    kept = build_episodes(parse_bytes(data, "bench"), "PyTorch", "pytorch/pytorch")
+print((peak_kb() - before) / 1024)
+"""
+
+
+def _peak_rss_growth(label: str, feed: Path) -> float:
+    """How far the peak resident memory of a fresh process rises while it reads the feed
+    (libxml2's tree included, which tracemalloc does not see), in MB."""
+    out = subprocess.run(
+        [sys.executable, "-c", _RSS_PROBE, label, str(feed)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(out.stdout.strip())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--episodes", type=int, default=5000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--skip-feedparser", action="store_true")
+    # About the 20 MB the fetcher accepts at most.
+    ap.add_argument("--memory-episodes", type=int, default=12_000)
     args = ap.parse_args()
 
     data = make_feed(args.episodes)
@@ -257,6 +295,14 @@ def main() -> None:
                 f"[{label}] feedparser.parse                  {fp_ms:8.1f} ms"
                 f"   feedparser/ours = {fp_ms / ours_ms:.1f}x"
             )
+
+    with tempfile.TemporaryDirectory() as tmp:
+        feed = Path(tmp) / "feed.xml"
+        feed.write_bytes(make_feed(args.memory_episodes))
+        size = feed.stat().st_size / 1e6
+        for label in ("lxml", "ours"):
+            grew = _peak_rss_growth(label, feed)
+            print(f"peak RSS growth reading a {size:.1f} MB feed, {label:4s}: {grew:6.1f} MB")
 
     gc.collect()
     tracemalloc.start()
