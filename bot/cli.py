@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from config.settings import Settings, load_settings
 from digests.errors import DigestError, EpisodeNotFound
 from digests.models import Episode
+from digests.redact import redact_url
 
 PROG = "digestbot"
 
@@ -143,13 +144,13 @@ def _episodes_from(
 
 def _choose(episodes: list[Episode], guid: str | None, source: str) -> Episode:
     if not episodes:
-        raise EpisodeNotFound(f"{source} has no episodes")
+        raise EpisodeNotFound(f"{redact_url(source)} has no episodes")
     if guid is None:
         return episodes[0]
     for episode in episodes:
         if episode.guid == guid:
             return episode
-    raise EpisodeNotFound(f"{source} has no episode with guid {guid!r}")
+    raise EpisodeNotFound(f"{redact_url(source)} has no episode with guid {guid!r}")
 
 
 def _print_rendered(settings: Settings, episode: Episode, fmt: str, out: TextIO) -> None:

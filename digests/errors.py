@@ -6,6 +6,8 @@ Every error displays itself: ``str(err)`` is one line a user can act on (like cl
 
 from __future__ import annotations
 
+from digests.redact import redact_text, redact_url
+
 
 class DigestError(Exception):
     """Base of every error digestbot raises on purpose."""
@@ -21,12 +23,16 @@ class ConfigError(DigestError):
 
 
 class FetchError(DigestError):
-    """A feed or page could not be fetched."""
+    """A feed or page could not be fetched.
+
+    The message reaches Slack, status replies and logs, so ``url`` is kept redacted (no
+    credentials, query or fragment) and so is any copy of it or its secrets in ``reason``.
+    """
 
     def __init__(self, url: str, reason: str) -> None:
-        super().__init__(f"cannot fetch {url}: {reason}")
-        self.url = url
-        self.reason = reason
+        self.url = redact_url(url)
+        self.reason = redact_text(reason, url)
+        super().__init__(f"cannot fetch {self.url}: {self.reason}")
 
 
 class FeedHTTPError(FetchError):
@@ -52,9 +58,10 @@ class FeedParseError(DigestError):
     """Fetched bytes are not a feed or episode page we can read."""
 
     def __init__(self, source: str, reason: str) -> None:
-        super().__init__(f"cannot parse {source}: {reason}")
-        self.source = source
-        self.reason = reason
+        # Redacted like FetchError's URL: the source is the feed URL, secrets and all.
+        self.source = redact_url(source)
+        self.reason = redact_text(reason, source)
+        super().__init__(f"cannot parse {self.source}: {self.reason}")
 
 
 class EpisodeNotFound(DigestError):

@@ -3,7 +3,9 @@
 Guards every feed needs, because feeds are added by users and served by strangers: a size
 cap enforced while streaming, redirects followed by hand so each hop is re-checked (scheme,
 and with ``allow_private=False`` no private/loopback/link-local/reserved addresses), a
-bounded number of hops, timeouts, and one clear :class:`FetchError` line for each failure.
+bounded number of hops, timeouts, and one clear :class:`FetchError` line for each failure —
+with the URL redacted (no credentials, no query), because that line is shown to people.
+Credentials in a feed URL follow redirects to the same origin only.
 
 The private-address check runs twice: before each hop (a clear error, with any client) and,
 for clients made by :func:`make_http_client`, again inside the connection itself, which then
@@ -25,13 +27,14 @@ from dataclasses import dataclass, replace
 from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
 from typing import Literal
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 from urllib.request import url2pathname
 
 import httpcore
 import httpx
 
 from digests.errors import FeedHTTPError, FeedUnavailable, FetchError
+from digests.redact import redact_url
 
 USER_AGENT = "digestbot/0.1 (+https://github.com/digestbot/digestbot)"
 ACCEPT = (
@@ -250,6 +253,34 @@ def _http_target(url: str) -> tuple[str, int]:
     return parts.hostname, port
 
 
+def _origin(parts: SplitResult) -> tuple[str, str | None, int | None]:
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, parts.hostname, port
+
+
+def redirect_target(url: str, location: str) -> str:
+    """The URL a redirect from ``url`` to ``location`` leads to.
+
+    Credentials in ``url`` follow a redirect to the same origin (scheme, host, port) only,
+    as browsers and httpx do: a feed that moved to another host, or from https to http,
+    never gets them. A target with credentials of its own keeps those.
+    """
+    target = urljoin(url, location)
+    try:
+        here, there = urlsplit(url), urlsplit(target)
+        if (
+            "@" in here.netloc
+            and "@" not in there.netloc
+            and there.hostname
+            and _origin(here) == _origin(there)
+        ):
+            userinfo = here.netloc.rpartition("@")[0]
+            return urlunsplit(there._replace(netloc=f"{userinfo}@{there.netloc}"))
+    except ValueError:
+        pass  # a bad port: the next hop reports it
+    return target
+
+
 def _local_path(location: str) -> Path | None:
     """The file a location names, or None if it is an http(s) URL."""
     parts = urlsplit(location)
@@ -410,9 +441,9 @@ async def _fetch(
                 target = response.headers.get("Location")
                 if not target:
                     raise FetchError(url, f"HTTP {response.status_code} redirect without Location")
-                url = urljoin(url, target.strip())
+                url = redirect_target(url, target.strip())
                 if url in seen:
-                    raise FetchError(location, f"redirect loop at {url}")
+                    raise FetchError(location, f"redirect loop at {redact_url(url)}")
                 seen.add(url)
                 if hop == max_redirects:
                     raise FetchError(location, f"too many redirects (more than {max_redirects})")
@@ -502,4 +533,6 @@ __all__ = [
     "parse_max_age",
     "parse_retry_after",
     "public_address",
+    "redact_url",
+    "redirect_target",
 ]
