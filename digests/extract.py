@@ -22,6 +22,7 @@ __all__ = [
     "build_episodes",
     "duration_seconds",
     "headline",
+    "lead",
     "nearby",
     "published_at",
     "pull_requests",
@@ -104,6 +105,32 @@ def _cleaned(text: str, normalise: Callable[[str], str]) -> tuple[str, str]:
         return clean, clean.lower()
     clean = normalise(text)
     return clean, (lower if clean == text else clean.lower())
+
+
+MAX_LEAD = 500
+
+
+def lead(text: str, limit: int = MAX_LEAD) -> str:
+    """The first paragraph of normalised ``text`` (a transcript), at most ``limit``
+    characters: cut after the last whole sentence that fits, else at a word, and marked
+    with "…" when cut."""
+    para = text.split("\n\n", 1)[0].strip()
+    if len(para) <= limit:
+        return para
+    room = limit - 1  # for the "…"
+    cut = 0
+    for m in _SENTENCE_END.finditer(para, 0, room + 1):
+        end = len(para[: m.end()].rstrip())
+        if end > room:
+            break
+        cut = end
+    if cut:
+        sentences = para[:cut]
+        # "Whole sentences." then "…": the full stop gives way to the ellipsis.
+        return (sentences[:-1] if sentences.endswith(".") else sentences) + "…"
+    space = para.rfind(" ", 0, room + 1)
+    words = para[:space] if space > 0 else para[:room]
+    return words.rstrip(",;:–—-( ") + "…"
 
 
 _LIST_MARK = re.compile(r"^\s*(?:[-*•·‣◦▪–]|\d{1,3}[.)])\s+")
@@ -301,11 +328,19 @@ def _rfc822(value: str) -> datetime | None:
 # Scanned on the lower-cased text so the pattern starts with the literal "p" (the regex
 # engine then skips ahead with a fast search instead of trying every position); the
 # "not after a word character" test comes after that "p" so it keeps the fast search.
-# "pr 1", "pr #1", "pr#1", "prs: 1", "pull request 1", "pull requests #1", "pr number 1".
+# "pr 1", "pr #1", "pr#1", "prs: 1", "pull request 1", "pull requests #1", "pr number 1",
+# "pr-1", and "pr123" glued (three digits at least: "PR2" is as often a product name). In
+# those two a date ("pr-2026-10-05") is no PR; "apr-2026" and "spr-5" fail the look-behind.
 _PR_HEAD = re.compile(
-    r"p(?<!\wp)(?:(rs)|r|(ull[ \t-]+requests)|ull[ \t-]+request)\b"
-    r"[^\S\n]*+:?[^\S\n]*+(?:(?:number|no\.|num\.)[^\S\n]*+)?#?(\d{1,9})\b(?!\.\d)"
+    r"p(?<!\wp)(?:(rs)|r|(ull[ \t-]+requests)|ull[ \t-]+request)"
+    r"(?:\b(?:-(?!\d{1,9}[-/]\d)|[^\S\n]*+:?[^\S\n]*+(?:(?:number|no\.|num\.)[^\S\n]*+)?)#?"
+    r"|(?<=r)(?=\d{3,9}\b(?![-/]\d)))"
+    r"(\d{1,9})\b(?!\.\d)"
 )
+# After any head, "#1/#2/#3": a slash list, "#" on every number (without it, "10/11" is as
+# likely a date).
+_SLASH_NEXT = r"[^\S\n]*+/[^\S\n]*+#\d{1,9}\b(?!\.\d)"
+_PR_SLASHES = re.compile(rf"(?:{_SLASH_NEXT})*+")
 # Numbers that are counts, not PRs: "PRs 3, 4 and 17 commits" stops before 17.
 _COUNT_WORD = (
     r"(?i:commits?|times|files?|tests?|lines?|days?|hours?|minutes?|seconds?|weeks?|months?|"
@@ -317,7 +352,7 @@ _COUNT_WORD = (
 # digits, so the numbers in the match are exactly the list's. Possessive: a list that
 # stops is never re-read.
 _PR_LIST = re.compile(
-    r"(?:(?:[^\S\n]++[a-z][a-z'-]{0,20}+){0,4}?"
+    r"(?:" + _SLASH_NEXT + r"|(?:[^\S\n]++[a-z][a-z'-]{0,20}+){0,4}?"
     r"(?:[^\S\n]*+,[^\S\n]*+(?:(?:and|or|&)[^\S\n]++)?|[^\S\n]++(?:and|or|&)[^\S\n]++)"
     r"#?\d{1,9}\b(?!\.\d)(?![^\S\n]*+" + _COUNT_WORD + r"))*+"
 )
@@ -366,10 +401,13 @@ def _pull_requests(
     found: list[tuple[int, int, str]] = []  # (position, number, url or "")
     append = found.append
     if "pr" in lower or "pull" in lower:
+        slashes = "/" in text
         for m in _PR_HEAD.finditer(lower):
             append((m.start(3), int(m.group(3)), ""))
-            if m.group(1) or m.group(2):
-                rest = _PR_LIST.match(text, m.end())
+            # A plural head starts a list; any head may start a "#1/#2" one.
+            plural = m.group(1) or m.group(2)
+            if plural or slashes:
+                rest = (_PR_LIST if plural else _PR_SLASHES).match(text, m.end())
                 if rest is not None and rest.end() > m.end():
                     for more in _LIST_NUMBER.finditer(text, m.end(), rest.end()):
                         if len(found) >= MAX_PULL_REQUESTS:
@@ -499,6 +537,10 @@ def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
             )
         else:
             found = _pull_requests(text, repo, lower, normalised=True)
+            # No description (an item with only content:encoded, an Atom entry with only
+            # <content>): the transcript's opening says what the episode covers. Its PRs
+            # are the transcript's, scanned above once.
+            description = lead(text)
         title = squash(entry.title)
         episodes.append(
             validate(

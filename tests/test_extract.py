@@ -14,6 +14,7 @@ from digests.extract import (
     build_episodes,
     duration_seconds,
     headline,
+    lead,
     nearby,
     published_at,
     pull_requests,
@@ -202,6 +203,19 @@ def test_published_at(text: str | None, expected: datetime | None) -> None:
         ("PR 9, then https://github.com/pytorch/pytorch/pull/9 again.", [9]),
         ("See www.github.com/pytorch/pytorch/pull/11.", [11]),
         ("Not https://notgithub.com/pytorch/pytorch/pull/12 at all.", []),
+        # hyphenated, glued, and "#a/#b" lists after a head
+        ("PR-199001 lands today.", [199001]),
+        ("pr199002 lands today.", [199002]),
+        ("PRs #199003/#199004 both land.", [199003, 199004]),
+        ("PRs #199003 / #199004 and #199005.", [199003, 199004, 199005]),
+        ("PR #199003/#199004 is one change in two parts.", [199003, 199004]),
+        ("PR-#199006 and pull-request-199007.", [199006, 199007]),
+        ("APR-2026 and SPR-5 are no PRs, nor is spr199001.", []),
+        ("PR-2026-10-05 and pr2026-10-05 are dates.", []),
+        ("The PR2 robot and pr42 are names, not PRs.", []),
+        ("PRs 10/11 or #12/13: only a '#' makes a slash list.", [10]),
+        ("Fixed in #199610/#199611, no head.", []),
+        ("prefix123 and pr_199 and pr.199 are not PRs.", []),
         ("", []),
     ],
 )
@@ -332,6 +346,58 @@ def test_build_episodes_newest_first_and_fields() -> None:
         "url": pr_url(3),
         "context": "Summary names PR 3.",
     }
+
+
+LONG_SENTENCE = "This sentence about compiled autograd is one of many in the opening. "
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Short opening. PR 5 lands.\n\nSecond paragraph.", "Short opening. PR 5 lands."),
+        ("", ""),
+        ("x" * 500, "x" * 500),  # exactly the limit: not cut
+        # Whole sentences that fit; the last full stop gives way to the mark.
+        (LONG_SENTENCE * 10, (LONG_SENTENCE * 7).rstrip()[:-1] + "…"),
+        # One sentence longer than the limit: cut at a word.
+        ("word " * 150 + "end.", ("word " * 100).rstrip() + "…"),
+        ("y" * 900, "y" * 499 + "…"),  # no word boundary at all
+    ],
+)
+def test_lead(text: str, expected: str) -> None:
+    got = lead(text)
+    assert got == expected
+    assert len(got) <= 500
+
+
+def test_content_only_items_get_a_summary_from_the_transcript() -> None:
+    opening = "Compiled autograd grows up. PR 199001 adds the cache, PR 199002 the guard."
+    parsed = ParsedSource(
+        kind="rss",
+        entries=(
+            entry(
+                guid="c",
+                description="",
+                transcript=f"{opening}\n\nLater, PR 199001 again and PRs 199003 and 199002.",
+            ),
+            entry(guid="long", description="", transcript=LONG_SENTENCE * 20),
+            entry(guid="none", description="", transcript=""),
+            entry(guid="d", description="Its own summary.", transcript="Other text. PR 7."),
+        ),
+    )
+    by_guid = {e.guid: e for e in build_episodes(parsed, "PyTorch", REPO)}
+    content_only = by_guid["c"]
+    assert content_only.summary == opening
+    # The summary came from the transcript: its PRs are counted once, with their first
+    # sentence, in order of first mention.
+    assert [r.number for r in content_only.pull_requests] == [199001, 199002, 199003]
+    assert len({r.url for r in content_only.pull_requests}) == 3
+    assert content_only.pull_requests[0].context == "PR 199001 adds the cache, PR 199002 the guard."
+    assert by_guid["long"].summary.endswith("…") and len(by_guid["long"].summary) <= 500
+    assert by_guid["none"].summary == ""
+    assert by_guid["d"].summary == "Its own summary."
+    # summary() itself stays the description, cleaned: nothing derived.
+    assert summary("") == ""
 
 
 def test_build_episodes_uses_the_configured_show_and_repo() -> None:

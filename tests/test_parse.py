@@ -313,6 +313,94 @@ def test_atom_feed() -> None:
     assert numbers(parity) == [199601, 199610]
 
 
+def atom(entry: str, feed_title: str = "<title>PyTorch</title>") -> bytes:
+    return (
+        f'<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom">{feed_title}'
+        f"<entry><id>urn:a1</id><updated>2026-10-06T09:00:00Z</updated>{entry}</entry></feed>"
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("markup", "text"),
+    [
+        # type="text" is the default: what looks like a tag is words
+        (
+            "<title>PyTorch: Faster std::vector&lt;int&gt;</title>",
+            "PyTorch: Faster std::vector<int>",
+        ),
+        ('<title type="text">a &lt; b &lt;em&gt;c&lt;/em&gt;</title>', "a < b <em>c</em>"),
+        ("<title>Tom &amp;amp; Jerry</title>", "Tom &amp; Jerry"),  # decoded once, by XML
+        ("<title>  spread\n  over\tlines </title>", "spread over lines"),
+        ('<title type="TEXT">List&lt;T&gt;</title>', "List<T>"),
+        # type="html": markup, converted to text
+        ('<title type="html">HTML &lt;em&gt;title&lt;/em&gt;</title>', "HTML title"),
+        ('<title type="html">a &amp;lt; b</title>', "a < b"),
+        # type="xhtml": elements, as before
+        (
+            '<title type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml">X <b>bold</b></div>'
+            "</title>",
+            "X bold",
+        ),
+    ],
+)
+def test_atom_title_types(markup: str, text: str) -> None:
+    (entry,) = parse_bytes(atom(markup), "feed.xml").entries
+    assert entry.title == text
+
+
+def test_atom_summary_and_content_of_type_text_are_plain_text() -> None:
+    parsed = parse_bytes(
+        atom(
+            "<title>T</title>"
+            "<summary>Templates like Optional&lt;Tensor&gt; compile;  PR 42.</summary>"
+            "<content>First &lt;p&gt; paragraph.\n\nSecond: Vec&lt;u8&gt; and PR 43.</content>",
+            feed_title="<title>Show &lt;C++&gt;</title>",
+        ),
+        "feed.xml",
+    )
+    assert parsed.show_title == "Show <C++>"
+    (entry,) = parsed.entries
+    assert entry.description == "Templates like Optional<Tensor> compile; PR 42."
+    # Paragraphs kept, whitespace normalised, nothing read as markup.
+    assert entry.transcript == "First <p> paragraph.\n\nSecond: Vec<u8> and PR 43."
+    (episode,) = episodes_of(parsed)
+    assert numbers(episode) == [42, 43]
+
+
+def test_atom_summary_and_content_of_type_html_keep_the_html_path() -> None:
+    (entry,) = parse_bytes(
+        atom(
+            '<title>T</title><summary type="html">&lt;p&gt;One&lt;/p&gt;&lt;p&gt;Two&lt;/p&gt;'
+            '</summary><content type="html">&lt;ul&gt;&lt;li&gt;PR 5&lt;/li&gt;&lt;/ul&gt;'
+            "</content>"
+        ),
+        "feed.xml",
+    ).entries
+    assert entry.description == "One\n\nTwo"
+    assert entry.transcript == "- PR 5"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        rss(
+            "<item><title>PyTorch: Content only</title><guid>c1</guid>"
+            "<content:encoded><![CDATA[<p>The real description lives here. PR 1234 lands.</p>"
+            "<p>More detail on PR 1234.</p>]]></content:encoded></item>"
+        ),
+        atom(
+            '<title>PyTorch: Content only</title><content type="html">&lt;p&gt;The real '
+            "description lives here. PR 1234 lands.&lt;/p&gt;&lt;p&gt;More detail on PR 1234."
+            "&lt;/p&gt;</content>"
+        ),
+    ],
+)
+def test_content_only_entries_have_a_summary(data: bytes) -> None:
+    (episode,) = episodes_of(parse_bytes(data, "feed.xml"))
+    assert episode.summary == "The real description lives here. PR 1234 lands."
+    assert numbers(episode) == [1234]
+
+
 def test_old_atom_namespace_is_refused_clearly() -> None:
     data = b'<feed xmlns="http://purl.org/atom/ns#"><title>x</title></feed>'
     with pytest.raises(FeedParseError, match="unsupported Atom"):

@@ -18,6 +18,7 @@ from digests.models import ParsedSource
 from digests.parse.feeds import read_feed
 from digests.parse.pages import read_html, read_text_layout, text_page_entry
 from digests.parse.text import html_parser
+from digests.redact import without_userinfo
 
 __all__ = ["parse_bytes"]
 
@@ -26,6 +27,9 @@ _LEADING_WS = re.compile(rb"[ \t\r\n]*")
 _TAG_NAME = re.compile(r"([A-Za-z_][\w.:-]{0,100})")
 _HTML_DOCTYPE = re.compile(r"<!doctype\s+html", re.I)
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
+_XML_DECL_PLAIN = '<?xml version="1.0"?>'
+# Characters XML 1.0 does not allow (surrogates cannot come out of a "replace" decode).
+_NOT_XML_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _CHARSET = re.compile(rb"""charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", re.I)
 _XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9_.:-]{1,40})""")
 
@@ -156,11 +160,36 @@ def _text(data: bytes, bom: str | None, content_type: str | None) -> str:
 
 
 def _parse_feed(data: bytes, source: str) -> ParsedSource:
-    parsed = read_feed(data, source, _XML_OPTIONS)
+    parsed = read_feed(data, source, _XML_OPTIONS, repair=_repair_characters)
     if parsed is None:
         # XHTML served as XML: an episode page after all.
         return _parse_html(_text(data, _bom_encoding(data), None), source)
     return parsed
+
+
+def _page_url(source: str) -> str | None:
+    """The page's own URL, the episode link when the page names none: shown in Slack, so
+    without the credentials the fetch used."""
+    return without_userinfo(source) if source.startswith(("http://", "https://")) else None
+
+
+def _repair_characters(data: bytes) -> bytes:
+    """The document as UTF-8 with every character XML cannot take replaced by U+FFFD.
+
+    Decoded with the encoding it names (BOM, else its declaration; UTF-8 if it names none
+    or one we do not know), bad bytes replaced; the declaration then says UTF-8 no more
+    (libxml2 reads UTF-8 when none is named), so libxml2 reads what we decoded.
+    """
+    encoding = _bom_encoding(data)
+    if encoding is None:
+        m = _XML_ENCODING.match(data[:512])
+        encoding = m.group(1).decode("ascii") if m else "utf-8"
+    try:
+        text = data.decode(encoding, "replace")
+    except LookupError:
+        text = data.decode("utf-8", "replace")
+    text = _XML_DECL.sub(_XML_DECL_PLAIN, text.lstrip("\ufeff"), count=1)
+    return _NOT_XML_CHAR.sub("\ufffd", text).encode("utf-8")
 
 
 def _parse_html(markup: str, source: str) -> ParsedSource:
@@ -171,7 +200,7 @@ def _parse_html(markup: str, source: str) -> ParsedSource:
         raise FeedParseError(source, f"unreadable HTML: {err}") from err
     if root is None:
         raise FeedParseError(source, "the HTML document is empty")
-    url = source if source.startswith(("http://", "https://")) else None
+    url = _page_url(source)
     show, entry, feed_link = read_html(root, url)
     if entry is None:
         hint = f"; it links the feed {feed_link}" if feed_link else ""
@@ -187,6 +216,6 @@ def _parse_text(text: str, source: str) -> ParsedSource:
             "not a feed or episode page (no XML or HTML, and no episode title with a "
             "date, duration or transcript)",
         )
-    url = source if source.startswith(("http://", "https://")) else None
+    url = _page_url(source)
     show, entry = text_page_entry(page, url)
     return ParsedSource(kind="page-text", show_title=show, entries=(entry,))

@@ -7,6 +7,7 @@ cost per item is a handful of dict lookups plus the text we keep.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 from lxml import etree
 
@@ -17,6 +18,7 @@ from digests.parse.text import (
     MAX_TITLE,
     cap,
     element_text,
+    paragraphs,
     squash,
     stable_guid,
     to_text,
@@ -114,10 +116,14 @@ def _text(el: etree._Element) -> str:
 
 def _atom_text(el: etree._Element) -> str:
     """An Atom text construct as plain text (type text, html or xhtml)."""
-    kind = (el.get("type") or "text").lower()
+    kind = (el.get("type") or "text").strip().lower()
     if kind == "xhtml" or (len(el) and kind not in ("text", "html")):
         return element_text(el)
-    return to_text(_text(el))
+    if "html" in kind:  # "html", or (Atom 0.3 style) a media type like "text/html"
+        return to_text(_text(el))
+    # Plain text (the default): "std::vector<int>" is words, not markup; and the entities
+    # are decoded by the XML parser already, so "&amp;lt;" is meant as "&lt;".
+    return cap(paragraphs(_text(el)))
 
 
 def _audio(el: etree._Element) -> str | None:
@@ -133,13 +139,46 @@ def _audio(el: etree._Element) -> str | None:
 _ENTRY_TAGS = ("{*}item", _ATOM + "entry")
 
 
-def read_feed(data: bytes, source: str, options: dict[str, bool]) -> ParsedSource | None:
+# libxml2 errors about characters, not structure: bytes invalid in the declared encoding
+# (XML_ERR_INVALID_ENCODING), an encoding it does not know (UNKNOWN/UNSUPPORTED_ENCODING),
+# a character XML forbids (INVALID_CHAR, e.g. a stray control byte).
+_CHARACTER_ERRORS = frozenset({9, 31, 32, 81})
+
+
+def read_feed(
+    data: bytes,
+    source: str,
+    options: dict[str, bool],
+    *,
+    repair: Callable[[bytes], bytes] | None = None,
+) -> ParsedSource | None:
     """RSS or Atom, read entry by entry while lxml parses (``options``: the parser's
     safety settings). None when the document is XML whose root is ``<html>``.
 
     Each entry is read as soon as it ends and then dropped with what came before it, so
     memory stays at one entry plus the records, not the document's tree.
+
+    A character error (one Latin-1 byte in a UTF-8 feed) is not worth the whole feed: with
+    ``repair``, the document is read again from ``repair(data)`` (the bad characters
+    replaced). Structural errors — truncation, mismatched tags — still fail, as they do
+    in the repaired document.
     """
+    try:
+        return _read_feed(data, source, options)
+    except etree.XMLSyntaxError as err:
+        if repair is None or err.code not in _CHARACTER_ERRORS:
+            raise FeedParseError(source, f"malformed XML: {xml_reason(err)}") from err
+        first = err
+    try:
+        return _read_feed(repair(data), source, options)
+    except etree.XMLSyntaxError as err:
+        # The repaired document's line numbers are the original's; its reason is the one
+        # left after repair (or the first, if repair changed nothing that mattered).
+        reason = xml_reason(first if err.code in _CHARACTER_ERRORS else err)
+        raise FeedParseError(source, f"malformed XML: {reason}") from err
+
+
+def _read_feed(data: bytes, source: str, options: dict[str, bool]) -> ParsedSource | None:
     events = etree.iterparse(io.BytesIO(data), events=("end",), tag=_ENTRY_TAGS, **options)
     stream: _Stream | None = None
     try:
@@ -148,8 +187,6 @@ def read_feed(data: bytes, source: str, options: dict[str, bool]) -> ParsedSourc
                 stream = _Stream(el.getroottree().getroot(), source)
             if not stream.add(el):
                 break
-    except etree.XMLSyntaxError as err:
-        raise FeedParseError(source, f"malformed XML: {xml_reason(err)}") from err
     except (etree.ParserError, ValueError) as err:
         raise FeedParseError(source, f"malformed XML: {err}") from err
     if stream is not None and stream.entries:

@@ -246,7 +246,8 @@ def element_text(root: etree._Element) -> str:
             continue
         name = tag.rsplit("}", 1)[-1].lower()
         if event == "start":
-            if name in _SKIP:
+            # The root is read whatever its name: an Atom <title type="xhtml"> is no <title>.
+            if name in _SKIP and el is not root:
                 skipping += 1
                 continue
             if skipping:
@@ -258,7 +259,7 @@ def element_text(root: etree._Element) -> str:
             if el.text:
                 append(el.text)
         else:
-            if name in _SKIP:
+            if name in _SKIP and el is not root:
                 skipping -= 1
             elif not skipping:
                 if name == "a":
