@@ -125,7 +125,7 @@ def register(app: AsyncApp, deps: Deps) -> None:
             if episode is None:
                 replies = [message(msg.EPISODE_GONE, [section(msg.EPISODE_GONE)])]
             else:
-                replies = deps.renderer.thread_reply(episode) if episode.pull_requests else []
+                replies = deps.renderer.key_prs(episode) if episode.pull_requests else []
                 replies = replies or [message(msg.KEY_PRS_NONE, [section(msg.KEY_PRS_NONE)])]
         except Exception as exc:
             log.exception("Key PRs button failed")

@@ -9,6 +9,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from slack_sdk.models.blocks import Block
 
 from digests.errors import ConfigError
 from digests.models import Episode, WeeklyRecap
@@ -131,7 +132,12 @@ def test_sample_week_post(renderer: Renderer) -> None:
     pr_numbers = re.findall(r"/pull/(\d+)\|#\1>", text)
     assert pr_numbers[:5] == ["199720", "199726", "199714", "199687", "199830"]
     assert len(pr_numbers) == 12
-    assert "• <https://github.com/pytorch/pytorch/pull/199720|#199720> · Mon, Wed · " in text
+    # Named side by side in one sentence of the same episodes: one line, the sentence once.
+    assert (
+        "• <https://github.com/pytorch/pytorch/pull/199720|#199720>, "
+        "<https://github.com/pytorch/pytorch/pull/199726|#199726> · Mon, Wed · Three drafts"
+    ) in text
+    assert text.count("Three drafts") == 2  # once more for #199721, named on Monday only
     assert blocks[-1]["type"] == "context"
     assert blocks[-1]["elements"][0]["text"].startswith("*Came up more than once:* MPS · ")
     assert post["text"].startswith("PyTorch — week 41, 5 Oct – 11 Oct 2026: 5 episodes")
@@ -269,7 +275,7 @@ def test_seven_shows_seven_episodes_300_prs_fit_and_nothing_is_dropped(
     post, replies = rendered
     assert replies, "300 PRs cannot all be in the post"
     for message in [post, *replies]:
-        assert_within_limits(message)
+        assert_valid_block_kit(message)
     # Every PR and every episode exactly once, post and thread together.
     assert sorted(pr_numbers([post, *replies])) == sorted(p.number for p in recap.pull_requests)
     assert sorted(episode_urls([post, *replies])) == sorted(e.url or "" for e in recap.episodes)
@@ -308,6 +314,77 @@ def test_without_a_thread_the_overflow_is_counted_not_sent(renderer: Renderer) -
     assert "_…and 290 more PRs not shown here_" in all_text(post)
 
 
+# -- PRs named in one sentence --------------------------------------------------------------
+
+
+def assert_valid_block_kit(message: Message) -> None:
+    assert_within_limits(message)
+    for block in message["blocks"]:
+        Block.parse(block).validate_json()  # type: ignore[union-attr]
+
+
+ONE_SENTENCE = "Three drafts, PRs 199720, 199721 and 199726, propose all-gather owners."
+
+
+def test_prs_named_in_one_sentence_share_a_line(renderer: Renderer) -> None:
+    eps = [
+        episode(
+            "mon",
+            "2026-10-05T13:00:00+00:00",
+            prs=(
+                pr(199720, ONE_SENTENCE),
+                pr(199721, ONE_SENTENCE),
+                pr(199726, ONE_SENTENCE),
+                pr(199714, "PR 199714 merges a whole stack."),
+            ),
+        ),
+        # The same words in another episode are another mention: a line of their own.
+        episode("tue", "2026-10-06T13:00:00+00:00", prs=(pr(199800, ONE_SENTENCE),)),
+    ]
+    recap = aggregate(eps, year=2026, week=41, tz=UTC_TZ, shows=["PyTorch"])
+    rendered = render_recap(recap, renderer)
+    assert rendered is not None
+    post, replies = rendered
+    assert replies == []
+    assert_valid_block_kit(post)
+    lines = [ln for b in post["blocks"] if "text" in b for ln in b["text"]["text"].split("\n")]
+    link = "<https://github.com/pytorch/pytorch/pull/{0}|#{0}>".format
+    assert (
+        lines.count(f"• {link(199720)}, {link(199721)}, {link(199726)} · Mon · {ONE_SENTENCE}") == 1
+    )
+    assert f"• {link(199800)} · Tue · {ONE_SENTENCE}" in lines
+    assert all_text(post).count(ONE_SENTENCE) == 2
+    assert pr_numbers([post]) == [199720, 199721, 199726, 199714, 199800]
+
+    text = recap_text(recap).splitlines()
+    at = text.index(f"  #199720, #199721, #199726 · Mon · {ONE_SENTENCE}")
+    assert text[at + 1 : at + 4] == [
+        f"    https://github.com/pytorch/pytorch/pull/{n}" for n in (199720, 199721, 199726)
+    ]
+    assert sum(ONE_SENTENCE in line for line in text) == 2
+
+
+def test_a_sentence_cut_between_post_and_thread_keeps_every_pr_once(renderer: Renderer) -> None:
+    # 3 PRs of their own, then 14 in one sentence: the post's top 10 ends inside that sentence.
+    own = tuple(pr(100 + i, f"PR {100 + i} on its own.") for i in range(3))
+    shared = tuple(pr(200 + i, "Fourteen PRs land as one series.") for i in range(14))
+    eps = [episode("mon", "2026-10-05T13:00:00+00:00", prs=own + shared)]
+    recap = aggregate(eps, year=2026, week=41, tz=UTC_TZ, shows=["PyTorch"])
+    rendered = render_recap(recap, renderer)
+    assert rendered is not None
+    post, replies = rendered
+    for message in (post, *replies):
+        assert_valid_block_kit(message)
+    numbers = [p.number for p in recap.pull_requests]
+    assert pr_numbers([post]) == numbers[:10]
+    assert pr_numbers(replies) == numbers[10:]
+    assert "_…and 7 more PRs in the thread_" in all_text(post)
+    assert replies[0]["blocks"][0]["text"]["text"] == "*More pull requests* (11–17 of 17)"
+    # At most five to a line, the sentence once per line: 5 + 2 in the post, 5 + 2 after.
+    assert all_text(post).count("Fourteen PRs") == 2
+    assert sum(all_text(r).count("Fourteen PRs") for r in replies) == 2
+
+
 # -- plain text -------------------------------------------------------------------------------
 
 
@@ -319,7 +396,12 @@ def test_recap_text_has_everything_unescaped() -> None:
     assert lines[2] == "5 episodes · 12 min (+1 of unknown length) · 12 PRs"
     assert "  Fri 9 Oct · Compiler Parity and MPS Fixes <!channel> · 3 PRs" in lines
     assert "    https://github.com/pytorch/pytorch/pull/199840" in lines
-    assert len([ln for ln in lines if ln.startswith("  #")]) == 12
+    assert len([ln for ln in lines if ln.startswith("    https://github.com/")]) == 12
+    assert (
+        "  #199720, #199726 · Mon, Wed · Three drafts, PRs 199720, 199721 and 199726, propose"
+        " owners." in lines
+    )
+    assert len([ln for ln in lines if ln.startswith("  #")]) == 11
     assert "&lt;" not in text and "&amp;" not in text
     assert lines[-1].startswith("Came up more than once: MPS · compiler")
 
@@ -327,7 +409,10 @@ def test_recap_text_has_everything_unescaped() -> None:
 def test_recap_text_of_a_big_week_lists_every_pr() -> None:
     recap = aggregate(big_week(), year=2026, week=41, tz=UTC_TZ, shows=SHOWS)
     text = recap_text(recap)
-    assert len(re.findall(r"^  #\d+ ", text, flags=re.MULTILINE)) == 300
+    listed = re.findall(r"^    https://github\.com/pytorch/pytorch/pull/(\d+)$", text, re.MULTILINE)
+    assert sorted(int(n) for n in listed) == sorted(p.number for p in recap.pull_requests)
+    named = re.findall(r"#(\d+)", "\n".join(re.findall(r"^  #.*$", text, re.MULTILINE)))
+    assert sorted(named) == sorted(listed)
 
 
 def test_recap_text_of_an_empty_week() -> None:

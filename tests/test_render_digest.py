@@ -124,6 +124,16 @@ def assert_valid(message: Message) -> None:
         assert text.count("<") == len(_LINK.findall(text))
 
 
+def pr_numbers(*messages: Message) -> list[int]:
+    """The PRs linked in ``messages``, in order."""
+    return [
+        int(n)
+        for message in messages
+        for block in message["blocks"]
+        for n in re.findall(r"\|#(\d+)>", block.get("text", {}).get("text", ""))
+    ]
+
+
 @pytest.fixture
 def renderer() -> Renderer:
     return Renderer()
@@ -196,6 +206,39 @@ def test_digest_lists_at_most_eight_prs(renderer: Renderer, count: int, more: st
     assert (text.split("\n")[-1] == more) if more else text.endswith("x")
 
 
+def test_key_prs_button_only_when_the_episode_names_prs(renderer: Renderer) -> None:
+    def buttons(message: Message) -> list[str]:
+        return [
+            e["action_id"]
+            for bl in message["blocks"]
+            if bl["type"] == "actions"
+            for e in bl["elements"]
+        ]
+
+    assert buttons(renderer.digest(episode())) == ["digest_prs", "digest_nearby"]
+    none = renderer.digest(episode(pull_requests=()))
+    assert_valid(none)
+    assert buttons(none) == ["digest_nearby"]
+
+
+@pytest.mark.parametrize(
+    ("count", "tail"),
+    [
+        (5, "Nearby episode 4"),
+        (6, "Nearby episode 4 · _and 1 more_"),
+        (8, "Nearby episode 4 · _and 3 more_"),
+        (50, "Nearby episode 4 · _and 45 more_"),
+    ],
+)
+def test_nearby_says_how_many_more(renderer: Renderer, count: int, tail: str) -> None:
+    message = renderer.digest(episode(nearby=tuple(f"Nearby episode {i}" for i in range(count))))
+    assert_valid(message)
+    (nearby,) = [bl for bl in message["blocks"] if bl["type"] == "context"][1:]
+    text = nearby["elements"][0]["text"]
+    assert text.startswith("*Nearby:* Nearby episode 0 · ") and text.endswith(tail)
+    assert text.count("Nearby episode") == 5
+
+
 def test_huge_episode_renders_valid_everywhere(renderer: Renderer) -> None:
     big = huge_episode()
     message = renderer.digest(big)
@@ -212,15 +255,14 @@ def test_huge_episode_renders_valid_everywhere(renderer: Renderer) -> None:
     assert len(replies) >= 2
     for reply in replies:
         assert_valid(reply)
-    numbers = [
-        int(n)
-        for reply in replies
-        for block in reply["blocks"]
-        for n in re.findall(r"\|#(\d+)>", block["text"]["text"])
-    ]
-    assert numbers == [199_000 + i for i in range(120)]
+    # The digest shows 8, the thread the other 112: each PR once, post and thread together.
+    assert pr_numbers(message) + pr_numbers(*replies) == [199_000 + i for i in range(120)]
     transcript = replies[-1]["blocks"][-1]["text"]["text"]
     assert "&lt;!here&gt;" in transcript and transcript.endswith(ELLIPSIS)
+    every = renderer.key_prs(big)
+    for reply in every:
+        assert_valid(reply)
+    assert pr_numbers(*every) == [199_000 + i for i in range(120)]
 
     listing = renderer.episode_list([big] * 30, "Recent")
     assert_valid(listing)
@@ -299,13 +341,33 @@ def test_digest_text_is_readable_plain_text(renderer: Renderer) -> None:
     assert "&amp;" not in text and "&lt;" not in text
     assert "\nKey PRs\n" in text and "digest_prs" not in text
     assert "\nand " not in text  # five PRs: no "and N more" line
+    assert "*" not in text and "_" not in text
+    assert text.endswith(
+        "\nNearby: Compiler Parity Push · Distributed Hang Fixes and Compiler Hardening"
+        " · GEMM Fusion and Portable CUDA Graphs\n"
+    )
+
+
+def test_digest_text_drops_inline_emphasis_but_not_feed_asterisks(renderer: Renderer) -> None:
+    ep = episode(
+        headline="Docs for __init__ and 2*3*4",
+        summary="Renames snake_case_name; see https://docs.example/a_b_/c*d*/ today.",
+        pull_requests=tuple(pr(1000 + i, "x") for i in range(9)),
+        nearby=tuple(f"Title {i}" for i in range(8)),
+    )
+    text = renderer.digest_text(ep)
+    lines = text.splitlines()
+    assert lines[0] == "Docs for __init__ and 2*3*4"
+    assert "Renames snake_case_name; see https://docs.example/a_b_/c*d*/ today." in lines
+    assert "and 1 more PR" in lines
+    assert lines[-1] == "Nearby: Title 0 · Title 1 · Title 2 · Title 3 · Title 4 · and 3 more"
 
 
 # -- thread replies ----------------------------------------------------------------------
 
 
-def test_thread_reply_lists_every_pr_and_the_transcript(renderer: Renderer) -> None:
-    replies = renderer.thread_reply(episode())
+def test_key_prs_lists_every_pr_and_the_transcript(renderer: Renderer) -> None:
+    replies = renderer.key_prs(episode())
     assert len(replies) == 1
     reply = replies[0]
     assert_valid(reply)
@@ -316,24 +378,76 @@ def test_thread_reply_lists_every_pr_and_the_transcript(renderer: Renderer) -> N
     assert "Good morning, this is your PyTorch briefing.\n\nFirst, sharding." in body
 
 
-def test_thread_reply_is_empty_when_there_is_nothing_to_add(renderer: Renderer) -> None:
-    assert renderer.thread_reply(episode(pull_requests=(), transcript="")) == []
+def test_thread_reply_does_not_repeat_prs_the_digest_shows(renderer: Renderer) -> None:
+    # Five PRs: the digest lists them all, so the thread carries only the transcript.
+    replies = renderer.thread_reply(episode())
+    assert len(replies) == 1
+    assert_valid(replies[0])
+    assert pr_numbers(*replies) == []
+    body = "\n".join(block["text"]["text"] for block in replies[0]["blocks"])
+    assert body == (
+        "*Transcript excerpt*\nGood morning, this is your PyTorch briefing.\n\nFirst, sharding."
+    )
+    assert replies[0]["text"] == "Transcript: All-Gather Showdown and Stack-Aware Merges"
+
+
+@pytest.mark.parametrize("count", [9, 10, 17])
+def test_thread_reply_lists_the_prs_the_digest_cut(renderer: Renderer, count: int) -> None:
+    ep = episode(pull_requests=tuple(pr(1000 + i, f"Sentence {i}.") for i in range(count)))
+    digest = renderer.digest(ep)
+    replies = renderer.thread_reply(ep)
+    for reply in replies:
+        assert_valid(reply)
+    assert pr_numbers(digest) == [1000 + i for i in range(8)]
+    assert pr_numbers(*replies) == [1000 + i for i in range(8, count)]
+    heading = replies[0]["blocks"][0]["text"]["text"]
+    assert heading == f"*More PRs* (9–{count} of {count})"
+    assert "*Transcript excerpt*" in json.dumps(replies)
+    assert replies[0]["text"] == "PRs and transcript: All-Gather Showdown and Stack-Aware Merges"
+
+
+def test_a_sentence_split_by_the_cut_keeps_every_pr_once(renderer: Renderer) -> None:
+    # PRs 7–10 are named in one sentence: 7 and 8 close the digest, 9 and 10 open the thread.
+    ctx = [f"Sentence {i}." for i in range(6)] + ["PRs 7, 8, 9 and 10 land together."] * 4
+    ep = episode(pull_requests=tuple(pr(1 + i, c) for i, c in enumerate(ctx)), transcript="")
+    digest, (reply,) = renderer.digest(ep), renderer.thread_reply(ep)
+    assert pr_numbers(digest) + pr_numbers(reply) == list(range(1, 11))
+    assert reply["blocks"][1]["text"]["text"] == (
+        f"• <{REPO}/9|#9>, <{REPO}/10|#10> — PRs 7, 8, 9 and 10 land together."
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "why"),
+    [
+        ({"pull_requests": (), "transcript": ""}, "nothing at all"),
+        ({"transcript": ""}, "every PR is in the digest, no transcript"),
+        ({"transcript": "  "}, "a blank transcript"),
+        ({"transcript": "Three competing all-gather designs\nfor sharded training,"}, "summary"),
+        (
+            {"summary": "Hi <b> & more", "transcript": "hi <b>   & MORE"},
+            "the summary again, spaced and cased differently",
+        ),
+    ],
+)
+def test_thread_reply_is_empty_when_there_is_nothing_new(
+    renderer: Renderer, changes: dict[str, Any], why: str
+) -> None:
+    assert renderer.thread_reply(episode(**changes)) == [], why
+
+
+def test_key_prs_is_empty_without_prs_or_transcript(renderer: Renderer) -> None:
+    assert renderer.key_prs(episode(pull_requests=(), transcript="")) == []
 
 
 def test_thread_reply_splits_over_messages_by_block_count() -> None:
     # Long contexts force one section per PR or two: more than 50 blocks in all.
     many = episode(pull_requests=tuple(pr(i, "word " * 290) for i in range(1, 400)), transcript="")
-    replies = Renderer().thread_reply(many)
-    assert len(replies) > 2
-    for reply in replies:
-        assert_valid(reply)
-    seen = [
-        n
-        for r in replies
-        for bl in r["blocks"]
-        for n in re.findall(r"\|#(\d+)>", bl["text"]["text"])
-    ]
-    assert seen == [str(i) for i in range(1, 400)]
+    for replies, first in ((Renderer().thread_reply(many), 9), (Renderer().key_prs(many), 1)):
+        assert len(replies) > 2
+        for reply in replies:
+            assert_valid(reply)
+        assert pr_numbers(*replies) == list(range(first, 400))
 
 
 # -- lists -------------------------------------------------------------------------------

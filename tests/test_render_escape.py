@@ -247,6 +247,25 @@ def test_oneline(value: object, expected: str) -> None:
         ("no links", "no links"),
         ("*Key PRs*\n• x\n_and 3 more PRs_", "Key PRs\n• x\nand 3 more PRs"),
         ("2*3*4 stays", "2*3*4 stays"),
+        # Inline emphasis, as Slack reads it, goes too.
+        ("*Nearby:* A · B · _and 3 more_", "Nearby: A · B · and 3 more"),
+        ('• *bold* and _italic_, (*x*) "_y_".', '• bold and italic, (x) "y".'),
+        ("*_both_* and _*both*_", "both and both"),
+        (
+            "*<https://a.example/p|PR>* · _<https://a.example/q|Q>_",
+            "PR (https://a.example/p) · Q (https://a.example/q)",
+        ),
+        ("*Evil &lt;!here&gt;* · x", "Evil <!here> · x"),
+        # Not emphasis to Slack: inside words, paths and URLs, spaced out, unclosed, code.
+        ("2 * 3 * 4", "2 * 3 * 4"),
+        ("snake_case_name and __init__", "snake_case_name and __init__"),
+        ("see https://a.example/*a*/b_c_/d", "see https://a.example/*a*/b_c_/d"),
+        ("<https://a.example/_a_/|a_b_c>", "a_b_c (https://a.example/_a_/)"),
+        ("a* b *c and *open", "a* b *c and *open"),
+        ("*two\nlines*", "*two\nlines*"),
+        ("`*code*` and *x*", "`*code*` and x"),
+        ("&lt;*b*&gt; &amp;_x_", "<*b*> &_x_"),
+        ("**", "**"),
     ],
 )
 def test_to_plain(value: str, expected: str) -> None:

@@ -4,12 +4,15 @@
 - ``Renderer(templates_dir: str | None = None, tz: tzinfo = UTC)`` with
   ``digest(episode, *, buttons=True) -> Message``   the channel post
   ``digest_text(episode) -> str``                   plain text (CLI ``--format text``)
-  ``thread_reply(episode) -> list[Message]``        full PR list + transcript excerpt
+  ``thread_reply(episode) -> list[Message]``        what the digest cut + a new transcript;
+                                                    ``[]``: nothing to add, no reply
+  ``key_prs(episode) -> list[Message]``             every PR + transcript (the button)
   ``episode_list(episodes, title, *, empty=None) -> Message``  one line each
   ``episode_line(episode) -> Mrkdwn``               date · <url|headline> · 2:31 · 3 PRs
   ``render(template, **context) -> Message``         any template, within limits
 - ``escape.mrkdwn(text)``, ``escape.link(url, label)``, ``escape.truncate(text, limit)``,
-  ``escape.plain(text)``; ``blocks`` — small builders (header, section, context, …).
+  ``escape.plain(text)``, ``escape.to_plain(mrkdwn)``; ``blocks`` — small builders
+  (header, section, context, …).
 - ``limits`` — Block Kit limits and ``fit(message)`` that enforces them.
 """
 

@@ -8,7 +8,7 @@ autoescape then leaves alone. Values that are already ``Mrkdwn`` — ``link()``,
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from importlib import resources
@@ -79,19 +79,25 @@ class PrGroup:
     context: str
 
 
-def pr_groups(prs: Iterable[Any], most: int = 5) -> list[PrGroup]:
+def pr_groups(
+    prs: Iterable[Any], most: int = 5, *, key: Callable[[Any], Hashable] | None = None
+) -> list[PrGroup]:
     """Consecutive PRs with the same context, grouped (order of first mention kept).
 
     At most ``most`` to a line, so a line never grows long enough to be cut short and lose
-    a link.
+    a link. ``key``: what else must be equal to share a line (the recap: the same episodes).
     """
     groups: list[PrGroup] = []
+    last: Hashable = None
     for pr in prs:
         context = getattr(pr, "context", "") or ""
-        if groups and context and groups[-1].context == context and len(groups[-1].prs) < most:
+        same = key(pr) if key is not None else context
+        joins = bool(groups) and bool(context) and groups[-1].context == context and same == last
+        if joins and len(groups[-1].prs) < most:
             groups[-1] = PrGroup((*groups[-1].prs, pr), context)
         else:
             groups.append(PrGroup((pr,), context))
+        last = same
     return groups
 
 

@@ -170,12 +170,49 @@ def _cut_point(text: str, budget: int, *, atomic: bool) -> int:
 
 
 _LINK_RE = re.compile(r"<([^<>|]*)(?:\|([^<>]*))?>")
-# Whole-line emphasis our templates use for headings (``*Key PRs*``, ``_and 3 more_``).
-_EMPHASIS_LINE_RE = re.compile(r"^([*_])(\S(?:.*\S)?)\1$", re.MULTILINE)
+# What Slack never formats inside: our links and `code`. Kept aside while emphasis goes.
+_OPAQUE_RE = re.compile(r"<[^<>]*>|`[^`\n]+`")
+_OPAQUE_TOKEN_RE = re.compile(r"\x00(\d+)\x00")
+
+
+# Emphasis as Slack reads it: a marker after a space, an opening bracket or quote (never
+# inside a word, a URL or a path: ``2*3*4``, ``snake_case``, ``/a_b_/``), text that neither
+# starts nor ends with a space, and a closing marker before a space or punctuation. The
+# other marker may sit next to it (``*_both_*``); the same one may not (``__init__``).
+def _emphasis_re(marker: str, other: str) -> re.Pattern[str]:
+    m, o = re.escape(marker), re.escape(other)
+    before = rf"""(?<![^\s(\[{{"'‘“{o}])"""
+    after = rf"""(?![^\s.,;:!?)\]}}"'’”…{o}])"""
+    return re.compile(rf"{before}{m}(?=[^\s{m}])(.*?[^\s{m}]){m}{after}")
+
+
+_EMPHASIS_RES = (_emphasis_re("*", "_"), _emphasis_re("_", "*"))
+
+
+def strip_emphasis(text: str) -> str:
+    """``*bold*`` and ``_italic_`` markers removed wherever Slack would read them as such;
+    asterisks and underscores inside words, URLs, links and ``code`` stay."""
+    kept: list[str] = []
+
+    def aside(m: re.Match[str]) -> str:
+        kept.append(m.group())
+        return f"\x00{len(kept) - 1}\x00"
+
+    # NUL never reaches Slack (escaping drops it), so it cannot clash with our tokens.
+    out = _OPAQUE_RE.sub(aside, text.replace("\x00", ""))
+    for pattern in _EMPHASIS_RES:
+        # Until nothing changes: ``*_both_*`` is bold around italic.
+        while True:
+            stripped = pattern.sub(r"\1", out)
+            if stripped == out:
+                break
+            out = stripped
+    return _OPAQUE_TOKEN_RE.sub(lambda m: kept[int(m.group(1))], out)
 
 
 def to_plain(text: str) -> str:
-    """Escaped mrkdwn as readable plain text: ``<url|label>`` → ``label (url)``."""
+    """Escaped mrkdwn as readable plain text: emphasis markers dropped,
+    ``<url|label>`` → ``label (url)``."""
 
     def repl(m: re.Match[str]) -> str:
         url, label = m.group(1), m.group(2)
@@ -183,4 +220,4 @@ def to_plain(text: str) -> str:
             return url
         return f"{label} ({url})"
 
-    return unescape(_EMPHASIS_LINE_RE.sub(r"\2", _LINK_RE.sub(repl, str(text))))
+    return unescape(_LINK_RE.sub(repl, strip_emphasis(str(text))))

@@ -10,6 +10,7 @@ is dropped silently.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -19,7 +20,7 @@ from jinja2 import Environment, TemplateError
 
 from digests.models import RecapPullRequest, WeeklyRecap
 from digests.render import layout, limits
-from digests.render.environment import format_duration, make_environment
+from digests.render.environment import format_duration, make_environment, pr_groups
 from digests.render.escape import unescape
 from digests.render.limits import Message
 from digests.render.renderer import Renderer, template_error
@@ -87,8 +88,12 @@ class _EpisodeView:
 
 @dataclass(frozen=True)
 class _PrView:
-    pr: RecapPullRequest
+    """One line of the PR list: PRs named side by side in one sentence of the same
+    episodes (as the digest groups them), with that sentence once."""
+
+    prs: tuple[RecapPullRequest, ...]
     days: str
+    context: str
 
 
 def _tz(recap: WeeklyRecap) -> ZoneInfo:
@@ -103,9 +108,9 @@ def _day(when: datetime, tz: ZoneInfo) -> str:
     return f"{_DAYS[local.weekday()]} {local.day} {_MONTHS[local.month - 1]}"
 
 
-def _views(recap: WeeklyRecap) -> tuple[list[_EpisodeView], list[_PrView]]:
+def _episode_views(recap: WeeklyRecap) -> list[_EpisodeView]:
     tz = _tz(recap)
-    episodes = [
+    return [
         _EpisodeView(
             day=_day(e.published_at, tz),
             show=e.show,
@@ -116,12 +121,20 @@ def _views(recap: WeeklyRecap) -> tuple[list[_EpisodeView], list[_PrView]]:
         )
         for e in recap.episodes
     ]
+
+
+def _pr_lines(recap: WeeklyRecap, prs: Sequence[RecapPullRequest]) -> list[_PrView]:
+    """``prs`` (a slice of the recap's, in its order) as lines: one per group."""
+    tz = _tz(recap)
     weekday = {e.guid: _DAYS[e.published_at.astimezone(tz).weekday()] for e in recap.episodes}
-    prs = [
-        _PrView(pr=p, days=", ".join(dict.fromkeys(weekday.get(g, "?") for g in p.guids)))
-        for p in recap.pull_requests
+    return [
+        _PrView(
+            prs=tuple(g.prs),
+            days=", ".join(dict.fromkeys(weekday.get(guid, "?") for guid in g.prs[0].guids)),
+            context=g.context,
+        )
+        for g in pr_groups(prs, key=lambda p: p.guids)
     ]
-    return episodes, prs
 
 
 # -- environment ------------------------------------------------------------------------------
@@ -188,7 +201,8 @@ def render_recap(
             return None
         return limits.fit(_script(env, "recap_quiet.j2", recap=recap, title=title)), []
 
-    episodes, prs = _views(recap)
+    episodes = _episode_views(recap)
+    prs = recap.pull_requests
     listening = format_listening(recap.total_seconds, recap.untimed_episodes)
     common = {
         "recap": recap,
@@ -205,7 +219,7 @@ def render_recap(
             env,
             "recap.j2",
             episodes=episodes[:n_e],
-            prs=prs[:n_p],
+            prs=_pr_lines(recap, prs[:n_p]),
             more_episodes=len(episodes) - n_e,
             more_prs=len(prs) - n_p,
             **common,
@@ -231,7 +245,7 @@ def render_recap(
             env,
             "recap_thread.j2",
             episodes=episodes[n_e:],
-            prs=prs[n_p:],
+            prs=_pr_lines(recap, prs[n_p:]),
             first_pr=n_p + 1,
             last_pr=len(prs),
             **common,
@@ -243,14 +257,13 @@ def render_recap(
 def recap_text(recap: WeeklyRecap, renderer_or_env: Renderer | Environment | None = None) -> str:
     """The whole recap as plain text: every episode and every PR, no size limits."""
     env = _environment(renderer_or_env)
-    episodes, prs = _views(recap)
     listening = format_listening(recap.total_seconds, recap.untimed_episodes)
     rendered = env.get_template("recap.txt.j2").render(
         recap=recap,
         title=recap_title(recap),
         listening=listening,
-        episodes=episodes,
-        prs=prs,
+        episodes=_episode_views(recap),
+        prs=_pr_lines(recap, recap.pull_requests),
         multi_show=len({e.show for e in recap.episodes}) > 1,
         repeated=any(len(p.guids) > 1 for p in recap.pull_requests),
     )

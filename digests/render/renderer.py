@@ -81,9 +81,29 @@ class Renderer:
         return message_to_text(self.digest(episode, buttons=False))
 
     def thread_reply(self, episode: Episode) -> list[Message]:
-        """Every PR with its context, then the transcript excerpt: as many messages as it
-        takes, each within limits. Nothing to add gives ``[]``."""
-        message = layout.build(self.script("thread.j2", episode=episode), template="thread.j2")
+        """What the digest could not show, under it: the PRs past its "and N more", then the
+        transcript excerpt when it says more than the summary. As many messages as it takes,
+        each within limits; nothing to add gives ``[]`` (no reply at all)."""
+        return self._thread(
+            episode,
+            first=min(self.max_prs, len(episode.pull_requests)),
+            transcript=says_more(episode.transcript, episode.summary),
+        )
+
+    def key_prs(self, episode: Episode) -> list[Message]:
+        """Every PR with its whole sentence, then the transcript excerpt: the "Key PRs"
+        button's answer. ``[]`` when the episode has neither."""
+        return self._thread(episode, first=0, transcript=bool(episode.transcript.strip()))
+
+    def _thread(self, episode: Episode, *, first: int, transcript: bool) -> list[Message]:
+        script = self.script(
+            "thread.j2",
+            episode=episode,
+            prs=episode.pull_requests[first:],
+            first=first,
+            transcript=transcript,
+        )
+        message = layout.build(script, template="thread.j2")
         if not message["blocks"]:
             return []
         return layout.paginate(message["blocks"], message["text"])
@@ -107,6 +127,13 @@ class Renderer:
     def episode_line(self, episode: Episode | RecapEpisode) -> Mrkdwn:
         """``date · <url|headline> · 2:31 · 3 PRs`` as mrkdwn, for lists built elsewhere."""
         return Mrkdwn(oneline(self._macro("episode_line", episode)))
+
+
+def says_more(text: str, than: str) -> bool:
+    """Whether ``text`` adds anything to ``than``: feeds often repeat the description as
+    their show notes, and a copy of the summary under the digest is noise."""
+    words = oneline(text).casefold()
+    return bool(words) and words not in oneline(than).casefold()
 
 
 def template_error(template: str, exc: TemplateError) -> ConfigError:
