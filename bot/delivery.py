@@ -28,9 +28,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
+from bot import messages as msg
 from bot.outbox import Outbox, PostFailure, metadata_for
 from digests.errors import StoreError
-from digests.store import Store
+from digests.render import escape
+from digests.store import Store, Subscription
 from digests.store.ledger import Ident, Ledger, LedgerRow, NewRow, OwnerLock, Transaction
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,14 @@ def default_owner() -> str:
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def paused_notice(channel_id: str, shows: Sequence[str], error: str) -> dict[str, Any]:
+    """The DM telling a subscriber that their channel's digests stopped, and why."""
+    names = ", ".join(f"*{escape.mrkdwn(show)}*" for show in shows)
+    why = msg.PAUSE_REASONS.get(error) or msg.PAUSE_REASON_OTHER.format(error=escape.mrkdwn(error))
+    text = msg.PAUSED_DM.format(shows=names, channel=channel_id, why=why)
+    return {"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]}
 
 
 @dataclass(frozen=True)
@@ -587,11 +597,47 @@ class Deliverer:
         else:
             report.paused[(item.team_id, item.channel_id)] = exc.error
             now = self.clock()
-            await self._thread(
-                lambda: self.store.pause_channel(item.team_id, item.channel_id, exc.error, now)
+            paused = await self._thread(
+                lambda: self.store.pause_subscriptions(
+                    item.team_id, item.channel_id, exc.error, now
+                )
             )
             log.warning("pausing channel %s: %s", item.channel_id, exc.error)
+            await self._tell_owners(item.team_id, item.channel_id, exc.error, paused)
         raise _Stop
+
+    async def _tell_owners(
+        self, team_id: str, channel_id: str, error: str, paused: Sequence[Subscription]
+    ) -> None:
+        """DM whoever subscribed the channel by slash command that it is paused.
+
+        ``paused`` are the subscriptions this very call paused (the store hands them to one
+        caller only), and each DM goes through the ledger under a key naming the pause, so
+        a user hears of one pause once. The config file's subscriptions have nobody to
+        tell: the log says it.
+        """
+        by_user: dict[str, list[Subscription]] = {}
+        for sub in paused:
+            if sub.created_by:
+                by_user.setdefault(sub.created_by, []).append(sub)
+            else:
+                log.warning(
+                    "%s in %s paused (%s); set in the config file, nobody to tell",
+                    sub.show,
+                    channel_id,
+                    error,
+                )
+        dms: list[Delivery] = []
+        for user, subs in sorted(by_user.items()):
+            when = subs[0].paused_at.isoformat() if subs[0].paused_at else ""
+            message = paused_notice(channel_id, [s.show for s in subs], error)
+            dms.append(Delivery(team_id, user, "notice", f"paused:{channel_id}:{when}", message))
+        if not dms:
+            return
+        # Posting to a user id opens the bot's DM with them.
+        told = await self.deliver(dms)
+        for ident, why in told.failed.items():
+            log.warning("could not tell %s that %s is paused: %s", ident[1], channel_id, why)
 
     async def _mark(self, row: LedgerRow, *, state: str | None = None, **values: object) -> None:
         now = self.clock()

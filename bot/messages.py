@@ -14,11 +14,12 @@ MAX_TEXT = 500
 USAGE: dict[str, str] = {
     "recent": f"`{COMMAND} recent [n]` — the n newest episodes (default 5, at most 20)",
     "latest": f"`{COMMAND} latest` — the newest episode's full digest",
-    "nearby": f"`{COMMAND} nearby <YYYY-MM-DD | words of a title | #PR>` — an episode "
-    "and its neighbours",
+    "nearby": f"`{COMMAND} nearby <date | episode link | words of a title | #PR>` — an episode "
+    "and its neighbours (a date: 2026-10-05, 5 Oct 2026, Oct 5, yesterday)",
     "pr": f"`{COMMAND} pr <number>` — every episode that named that pull request",
     "search": f"`{COMMAND} search <words>` — full-text search, best 10",
-    "week": f"`{COMMAND} week [YYYY-MM-DD]` — that week's episodes in short",
+    "week": f"`{COMMAND} week [2026-W41 | w41 | last | date]` — that week's episodes in short; "
+    "with no week, this week's, or last week's while this one has none yet",
     "subscribe": f"`{COMMAND} subscribe [show] [keywords…]` — post new episodes here",
     "unsubscribe": f"`{COMMAND} unsubscribe [show]` — stop posting them here",
     "list": f"`{COMMAND} list` — this channel's subscriptions",
@@ -27,17 +28,19 @@ USAGE: dict[str, str] = {
 }
 
 USAGE_SHORT = (
-    f"`{COMMAND} [recent [n] | latest | nearby <date | words | #PR> | pr <n> | search <words>"
-    " | week [date] | subscribe [show] [keywords…] | unsubscribe [show] | list | status | help]`"
+    f"`{COMMAND} [recent [n] | latest | nearby <date | link | words | #PR> | pr <n>"
+    " | search <words> | week [week | date] | subscribe [show] [keywords…] | unsubscribe [show]"
+    " | list | status | help]`"
 )
 
 HELP_TITLE = "digestbot — developer-briefing podcasts in Slack"
 HELP_EXAMPLES = (
     f"`{COMMAND} recent 10`",
-    f"`{COMMAND} nearby 2026-10-05`",
+    f"`{COMMAND} nearby Oct 5`",
     f"`{COMMAND} nearby #199720`",
     f"`{COMMAND} pr 199687`",
     f"`{COMMAND} search all-gather`",
+    f"`{COMMAND} week 2026-W41`",
     f"`{COMMAND} subscribe PyTorch fsdp dtensor`",
 )
 USAGE_LABEL = "Usage: {usage}"
@@ -50,17 +53,24 @@ UNKNOWN_SUBCOMMAND = "I don't know `{word}`."
 TOO_LONG = "That is {length} characters; {command} takes at most {limit}."
 NOT_A_COUNT = "`{value}` is not a number of episodes."
 COUNT_RANGE = "Ask for between 1 and {limit} episodes, not {value}."
-NOT_A_DATE = "`{value}` is not a date; write it as YYYY-MM-DD, e.g. 2026-10-05."
+NOT_A_DATE = "`{value}` is not a date; write it like 2026-10-05, 5 Oct 2026 or Oct 5."
+AMBIGUOUS_DATE = "`{value}` could be {first} or {second}; write it like 2026-10-05 or 5 Oct 2026."
+NEED_YEAR = "`{value}` needs a year; write it like 2026-10-05."
+WRONG_WEEKDAY = "{day} is a {actual}, not a {given}."
 NO_SUCH_DATE = "{value} does not exist on the calendar."
 DATE_RANGE = "{value} is out of range; pick a year between 2000 and 2100."
+NOT_A_WEEK = "`{value}` is not a week; write it like 2026-W41, w41, last or 2026-10-05."
+NO_SUCH_WEEK = "{value} is not a week of the calendar (years have 52 or 53 ISO weeks)."
 NOT_A_PR = "`{value}` is not a pull-request number; write it like 199720 or #199720."
 PR_RANGE = "{value} is too large to be a pull-request number."
+PR_START = "PR numbers start at 1, so `{value}` is not one."
 NEED_PR = "Which pull request? Give its number."
 NEED_WORDS = "Search for what? Give a few words."
-NEED_NEARBY = "Nearby what? Give a date, words of a title, or #PR."
+NEED_NEARBY = "Nearby what? Give a date, an episode link, words of a title, or #PR."
 TOO_MANY_ARGS = "`{command}` takes no arguments."
 EXTRA_ARGS = "Unexpected `{value}` after `{command}`."
 UNKNOWN_SHOW = "There is no show called `{name}`. Shows: {shows}."
+SHOW_TYPO = "There is no show called {name} — did you mean {show}?"
 NO_SHOWS = "No shows are configured yet."
 NAME_THE_SHOW = "Several shows are configured; name one: {shows}."
 TOO_MANY_KEYWORDS = "At most {limit} keywords, please."
@@ -72,6 +82,12 @@ RECENT_TITLE = "Latest {n} episodes"
 RECENT_TITLE_ONE = "Latest episode"
 NO_EPISODES = "No episodes yet: the first poll may not have run. Try again in a few minutes."
 NOTHING_NEAR = "No episode near {what}."
+NOTHING_WITHIN = "No episode within 2 weeks of {day}; the nearest is:"
+NEAREST_TO = "No episode on {day}; this is the nearest one."
+NOTHING_AT = "No episode has the link {url}."
+NO_TITLE_MATCH = (
+    f"No episode title has all of “{{words}}”. For the full text, try `{COMMAND} search`."
+)
 NEAR_PR = "PR #{number}"
 NOTHING_FOR_PR = "No episode mentions PR #{number} yet."
 PR_TITLE = "Episodes naming PR #{number}"
@@ -83,14 +99,18 @@ NEARBY_BEFORE = "Before"
 NEARBY_THIS = "This episode"
 NEARBY_AFTER = "After"
 NEARBY_FROM_PAGE = "The episode page's own nearby list"
+WEEK_FELL_BACK = "No episodes yet in week {week}, so here is last week."
 
 SUBSCRIBED = "This channel now gets new *{show}* episodes{filter}."
 SUBSCRIBED_FILTER = " that mention {keywords}"
 UNSUBSCRIBED = "This channel no longer gets *{show}* episodes."
 UNSUBSCRIBED_ALL = "This channel no longer gets any episodes ({removed} subscription{s} removed)."
-FROM_CONFIG_RETURNS = (
-    "It was set in the config file, so it comes back when digestbot restarts: remove the "
-    "channel there too."
+REPLACES_FILTER = "It replaces the earlier filter {keywords}."
+REPLACES_NO_FILTER = "It replaces the earlier subscription to every *{show}* episode."
+SUBSCRIBE_RESUMES = "It had been paused ({reason}) and is active again."
+FROM_CONFIG_REMOVE = (
+    "It was set in the config file: it stays off after restarts, but remove the channel "
+    "from the config file to drop it for good."
 )
 NOT_SUBSCRIBED = "This channel was not subscribed to {what}."
 ANY_SHOW = "any show"
@@ -110,6 +130,17 @@ STATUS_NEVER = "never"
 STATUS_NONE = "none"
 STATUS_NOT_SCHEDULED = "not scheduled yet"
 STATUS_PAUSED_TITLE = "Paused subscriptions in this channel"
+
+PAUSED_DM = (
+    "I stopped posting {shows} digests to <#{channel}>: {why}. To resume, fix that and run "
+    f"`{COMMAND} subscribe` in the channel again."
+)
+PAUSE_REASONS = {
+    "channel_not_found": "Slack cannot find the channel (deleted, or private without me in it)",
+    "is_archived": "the channel is archived",
+    "not_in_channel": "I am not a member and cannot join it (invite me with `/invite`)",
+}
+PAUSE_REASON_OTHER = "Slack refused my posts there (`{error}`)"
 
 SHARED_BY = "Shared by <@{user}>"
 SHARE_BUTTON = "Share in channel"

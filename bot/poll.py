@@ -168,7 +168,8 @@ async def poll_show(
     return PollResult(
         show.name,
         "ok" if result.status == "ok" else "not_modified",
-        episodes=tuple(episodes),
+        # As stored: an undated episode carries the date the bot first saw it.
+        episodes=tuple(u.episode for u in upserts),
         new=sum(1 for u in upserts if u.status == "new"),
         changed=tuple(u.episode for u in upserts if u.status == "changed"),
         state=after,

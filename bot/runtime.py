@@ -28,7 +28,8 @@ def sync_config_channels(settings: Settings, store: Store, team_id: str) -> int:
     """Subscribe the channels named in the config file; returns how many were added.
 
     An existing subscription is left alone so a paused one (archived channel, say) stays
-    paused across restarts instead of failing again on every start.
+    paused across restarts instead of failing again on every start, and one a user
+    unsubscribed by slash command (a tombstone) stays unsubscribed.
     """
     added = 0
     all_shows = [s.name for s in settings.shows]
@@ -38,7 +39,9 @@ def sync_config_channels(settings: Settings, store: Store, team_id: str) -> int:
                 raise ConfigError(
                     f"channel {channel.id} follows show {show!r}, which is not configured"
                 )
-            if store.subscriptions(team_id=team_id, channel_id=channel.id, show=show):
+            if store.subscriptions(
+                team_id=team_id, channel_id=channel.id, show=show, include_unsubscribed=True
+            ):
                 continue
             store.subscribe(
                 team_id,

@@ -112,14 +112,17 @@ def decide(
     - a delivery that never finished (pending, posting, paused) is offered again;
     - a failed one is offered again only when the episode changed since;
     - an episode the channel has never had is due when it matches the keywords and is
-      either among the ``backfill`` newest or newer than the newest the channel already
-      has — so a channel's first poll never floods it with the archive, and later polls
-      miss nothing even if several episodes arrived at once or a run crashed midway;
-    - an episode published after the subscription was made is due too (keyword channels
-      whose first match arrives together with another one);
+      newer than the newest the channel already has — so later polls miss nothing even if
+      several episodes arrived at once or a run crashed midway, and never reach back below
+      that watermark;
+    - a channel that has nothing yet (among the candidates) gets the ``backfill`` newest,
+      so its first poll never floods it with the archive, plus those published after the
+      subscription was made (keyword channels whose first match arrives together with
+      another one);
     - but at most ``catch_up`` new posts per channel in one go, the newest: a channel
-      resumed after weeks archived gets the latest few, not a wall of digests (and the
-      older ones stay passed over, being older than what it then has).
+      resumed after weeks archived gets the latest few, not a wall of digests, and the
+      older ones stay passed over for good, being older than what it then has (a
+      ``backfill`` above ``catch_up`` is capped the same way, never posted late).
     """
     candidates = [e for e in episodes if e.show == show]
     if not candidates:
@@ -143,11 +146,14 @@ def decide(
             entry = entries.get(key)
             action = _action(entry, hashes[episode.guid])
             if entry is None:
-                fresh = (
-                    episode.guid in newest
-                    or (since is not None and episode.published_at > since)
-                    or (sub.created_at is not None and episode.published_at >= sub.created_at)
-                )
+                if since is not None:
+                    # Backfill and the subscription's age no longer apply: anything older
+                    # than the watermark was passed over (the catch-up cap) or never wanted.
+                    fresh = episode.published_at > since
+                else:
+                    fresh = episode.guid in newest or (
+                        sub.created_at is not None and episode.published_at >= sub.created_at
+                    )
                 if not (fresh and matches(episode, sub.keywords)):
                     continue
                 new_keys.append(key)

@@ -93,8 +93,10 @@ def _deps(settings: Settings) -> Deps:
         ("pr #12", "pr 12"),
         ("nearby 2026-3-5", "nearby 2026-03-05"),
         ("search a  b", "search a b"),
-        ("week", "week 2026-10-07\x1fT1\x1fC1"),  # today, and this channel's shows
-        ("week 2026-10-01", "week 2026-10-01\x1fT1\x1fC1"),
+        ("week", "week@2026-10-07\x1fT1\x1fC1"),  # today, and this channel's shows
+        ("week 2026-10-01", "week 2026-W40\x1fT1\x1fC1"),
+        ("week w40", "week 2026-W40\x1fT1\x1fC1"),
+        ("nearby Oct 5", "nearby 2026-10-05"),  # relative to today, keyed as the day itself
         ("list", None),  # this channel's own state
         ("status", None),
         ("subscribe", None),

@@ -29,6 +29,7 @@ from bot.commands.replies import read_share_value, share_value, with_share
 
 ONE = ["PyTorch"]
 TWO = ["PyTorch", "Rust Weekly"]
+TODAY = date(2026, 10, 7)  # a Wednesday, in ISO week 2026-W41
 
 
 @pytest.mark.parametrize(
@@ -56,8 +57,8 @@ TWO = ["PyTorch", "Rust Weekly"]
         # Slack sends &, < and > as entities, like all its text.
         ("search a &amp; b &lt;x&gt;", ONE, Search("a & b <x>")),
         ("search &amp;amp;", ONE, Search("&amp;")),
-        ("week", ONE, Week(None)),
-        ("week 2026-10-05", ONE, Week(date(2026, 10, 5))),
+        ("week", ONE, Week()),
+        ("week 2026-10-05", ONE, Week(2026, 41)),
         ("subscribe", ONE, Subscribe("PyTorch")),
         ("subscribe pytorch", ONE, Subscribe("PyTorch")),
         ("subscribe fsdp dtensor", ONE, Subscribe("PyTorch", ("fsdp", "dtensor"))),
@@ -73,7 +74,7 @@ TWO = ["PyTorch", "Rust Weekly"]
     ],
 )
 def test_parses(text: str, shows: list[str], expected: object) -> None:
-    assert parse_command(text, shows) == expected
+    assert parse_command(text, shows, today=TODAY) == expected
 
 
 @pytest.mark.parametrize(
@@ -91,16 +92,24 @@ def test_parses(text: str, shows: list[str], expected: object) -> None:
         ("nearby 2026-02-30", ONE, "does not exist", "nearby"),
         ("nearby 2026-13-01", ONE, "does not exist", "nearby"),
         ("nearby 1900-01-01", ONE, "out of range", "nearby"),
-        ("nearby 05/10/2026", ONE, "YYYY-MM-DD", "nearby"),
+        ("nearby 05/10/2026", ONE, "could be 5 Oct or 10 May", "nearby"),
+        ("nearby 26-10-05", ONE, "write it like 2026-10-05", "nearby"),
         ("nearby #abc", ONE, "not a pull-request number", "nearby"),
         ("pr abc", ONE, "`abc` is not a pull-request number", "pr"),
         ("pr", ONE, "Which pull request?", "pr"),
-        ("pr 0", ONE, "too large", "pr"),
+        ("pr 0", ONE, "PR numbers start at 1", "pr"),
+        ("pr -3", ONE, "PR numbers start at 1", "pr"),
+        ("pr #000", ONE, "PR numbers start at 1", "pr"),
+        ("nearby #0", ONE, "PR numbers start at 1", "nearby"),
         ("pr 99999999999999999999", ONE, "too large", "pr"),
         ("pr 2147483648", ONE, "too large", "pr"),
         ("pr 1 2", ONE, "Unexpected `2`", "pr"),
         ("search", ONE, "Search for what?", "search"),
-        ("week 2026-W41", ONE, "YYYY-MM-DD", "week"),
+        ("week 2026-W54", ONE, "not a week of the calendar", "week"),
+        ("week 2025-W53", ONE, "not a week of the calendar", "week"),
+        ("week 1999-W10", ONE, "out of range", "week"),
+        ("week w54", ONE, "not a week of the calendar", "week"),
+        ("week someday", ONE, "`someday` is not a week", "week"),
         ("week 2026-02-29", ONE, "does not exist", "week"),
         ("subscribe Nope", TWO, "no show called `Nope`. Shows: PyTorch, Rust Weekly", "subscribe"),
         ("subscribe", TWO, "name one: PyTorch, Rust Weekly", "subscribe"),
@@ -116,7 +125,7 @@ def test_rejects_with_reason_and_usage(
     text: str, shows: list[str], reason: str, usage_of: str
 ) -> None:
     with pytest.raises(CommandError) as info:
-        parse_command(text, shows)
+        parse_command(text, shows, today=TODAY)
     assert reason in info.value.reason
     assert info.value.subcommand == usage_of
     assert info.value.usage.startswith(f"`/episodes {usage_of}")

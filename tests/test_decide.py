@@ -215,6 +215,49 @@ def test_catch_up_cap(ledger: dict[str, LedgerEntry], catch_up: int, expected: l
     assert [d.episode.guid for d in result] == expected
 
 
+LONG_AGO = datetime(2026, 9, 1, tzinfo=UTC)
+DAYS_6_TO_15 = [f"g{d}" for d in range(6, 16)]
+
+
+@pytest.mark.parametrize(
+    ("ledger", "backfill", "created_at", "expected"),
+    [
+        pytest.param({}, 15, None, DAYS_6_TO_15, id="backfill 15 above the cap: newest 10"),
+        pytest.param(posted(*MANY[5:]), 15, None, [], id="next run: days 1-5 stay passed over"),
+        pytest.param(
+            {**posted(*MANY[5:14]), **posted(MANY[14], state="pending")},
+            15,
+            None,
+            ["g15"],
+            id="next run: only the unfinished one again",
+        ),
+        pytest.param({}, 1, LONG_AGO, DAYS_6_TO_15, id="subscribed before all: newest 10"),
+        pytest.param(
+            posted(*MANY[5:]), 1, LONG_AGO, [], id="subscribed before all: the rest never"
+        ),
+        pytest.param(
+            posted(MANY[0], *MANY[12:]),
+            1,
+            LONG_AGO,
+            [],
+            id="resumed after weeks: what the cap dropped never comes later",
+        ),
+        pytest.param(
+            posted(MANY[9]), 15, LONG_AGO, ["g11", "g12", "g13", "g14", "g15"], id="only newer"
+        ),
+    ],
+)
+def test_passed_over_ones_are_never_posted_after_newer_ones(
+    ledger: dict[str, LedgerEntry],
+    backfill: int,
+    created_at: datetime | None,
+    expected: list[str],
+) -> None:
+    subscription = sub(created_at=created_at)
+    result = decide(SHOW, MANY, [subscription], {("T1", "C1"): ledger}, backfill=backfill)
+    assert [d.episode.guid for d in result] == expected
+
+
 @pytest.mark.parametrize(
     ("episodes", "subs", "ledger", "backfill", "expected"),
     [pytest.param(*case[1:], id=case[0]) for case in DECIDE_CASES],

@@ -16,6 +16,7 @@ from bot.commands.parse import (
     NearbyDate,
     NearbyPr,
     NearbyTitle,
+    NearbyUrl,
     Pr,
     Recent,
     Search,
@@ -26,7 +27,7 @@ from bot.commands.parse import (
     parse_command,
     unparse,
 )
-from bot.commands.replies import error_reply, help_reply, share_gone, with_share
+from bot.commands.replies import error_reply, help_reply, is_empty, share_gone, with_share
 from digests.render.limits import Message
 
 __all__ = ["Answer", "Deps", "Invocation", "answer", "run_command"]
@@ -37,7 +38,7 @@ class Answer:
     message: Message
     command: Command | None = None  # None when the text did not parse
     # Canonical text to re-run for "Share in channel"; None when the reply is not shareable
-    # (help, changes, errors, and a refused share).
+    # (help, changes, errors, a refused share, and replies that found nothing).
     share: str | None = None
 
 
@@ -48,7 +49,7 @@ def run_command(command: Command, deps: Deps, invocation: Invocation) -> Message
             return episodes.recent(command, deps)
         case Latest():
             return episodes.latest(command, deps)
-        case NearbyDate() | NearbyTitle() | NearbyPr():
+        case NearbyDate() | NearbyTitle() | NearbyPr() | NearbyUrl():
             return episodes.nearby(command, deps)
         case Pr():
             return episodes.pr(command, deps)
@@ -76,17 +77,17 @@ def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = F
     commands may run again that way, and the copy carries no share button of its own.
     """
     try:
-        command = parse_command(text, deps.shows)
+        command = parse_command(text, deps.shows, today=deps.today())
     except CommandError as exc:
         return Answer(error_reply(exc))
     shareable = isinstance(command, SHAREABLE)
     if for_share and not shareable:
         return Answer(share_gone(), command)
-    if isinstance(command, Week) and command.day is None:
+    if isinstance(command, Week):
         # Pin the week now, so a reply shared next Monday still shows the week it showed.
-        command = Week(deps.today())
+        command = episodes.resolve_week(command, deps, invocation)
     reply = run_command(command, deps, invocation)
-    if not shareable:
+    if not shareable or is_empty(reply):
         return Answer(reply, command)
     share = unparse(command)
     return Answer(reply if for_share else with_share(reply, share), command, share)

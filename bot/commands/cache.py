@@ -27,15 +27,16 @@ DEFAULT_SIZE = 512
 def cache_key(text: str, deps: Deps, invocation: Invocation) -> str | None:
     """The key of a cacheable command (canonical text, plus what else it depends on)."""
     try:
-        command = parse_command(text, deps.shows)
+        command = parse_command(text, deps.shows, today=deps.today())
     except CommandError:
         return None  # parsing is the whole cost of an error reply
     if isinstance(command, EPISODE_QUERIES):
         return unparse(command)
     if isinstance(command, Week):
-        # The week shown depends on today and on the shows this channel follows.
-        day = command.day or deps.today()
-        return f"{unparse(Week(day))}\x1f{invocation.team_id}\x1f{invocation.channel_id}"
+        # The week shown depends on the shows this channel follows; a bare `week` also on
+        # today (and on whether this week has episodes yet, which the TTL bounds).
+        week = unparse(command) if command.monday else f"week@{deps.today().isoformat()}"
+        return f"{week}\x1f{invocation.team_id}\x1f{invocation.channel_id}"
     return None
 
 

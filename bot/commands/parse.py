@@ -7,25 +7,58 @@ of the subcommand it concerns.
 
 from __future__ import annotations
 
+import calendar
+import difflib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import date
+from dataclasses import dataclass, field
+from datetime import date, timedelta
 
 from bot import messages as msg
 from digests.errors import DigestError
+from digests.recap import InvalidWeek, parse_week
 from digests.render.escape import unescape
 
 MAX_RECENT = 20
 DEFAULT_RECENT = 5
 MAX_KEYWORDS = 10
 MAX_KEYWORD_LEN = 50
+# difflib ratio above which a word is taken for a misspelt show ("PyTroch" 0.86), not a
+# keyword ("python" 0.62 against "PyTorch").
+TYPO_CUTOFF = 0.8
 # PostgreSQL's integer; a bigger "PR number" is a typo or an attack, not a PR.
 MAX_PR = 2**31 - 1
 
-_DATE_RE = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$")
-_DATELIKE_RE = re.compile(r"^\d{2,4}[-/.]\d{1,2}[-/.]\d{1,4}$")
+MIN_YEAR, MAX_YEAR = 2000, 2100
+# A year-less date is the latest such day not in the future; 29 Feb may be 8 years back.
+_LEAP_SEARCH = 8
+
+_ISO_DATE_RE = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})$")
+# Day and month in either order: read only when the numbers leave no doubt (25/10, 10/25).
+_NUMERIC_DATE_RE = re.compile(r"^(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})$")
+_SHORT_NUMERIC_RE = re.compile(r"^(\d{1,2})/(\d{1,2})$")
+_DATELIKE_RE = re.compile(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}$")
+_DAY_RE = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)?$")
+_YEAR_RE = re.compile(r"^\d{4}$")
+_ISO_WEEK_RE = re.compile(r"^\d{4}-?w\d{1,2}$", re.IGNORECASE)
+_BARE_WEEK_RE = re.compile(r"^w?(\d{1,2})$", re.IGNORECASE)
 _PR_RE = re.compile(r"^#?(\d+)$")
+_NEGATIVE_PR_RE = re.compile(r"^#?-\d+$")
+_URL_RE = re.compile(r"^https?://\S+$", re.IGNORECASE)
+
+_MONTHS = {
+    name: number
+    for number in range(1, 13)
+    for name in (
+        calendar.month_name[number].casefold(),
+        calendar.month_abbr[number].casefold(),
+    )
+} | {"sept": 9}
+_WEEKDAYS = {
+    name: number
+    for number in range(7)
+    for name in (calendar.day_name[number].casefold(), calendar.day_abbr[number].casefold())
+} | {"tues": 1, "thur": 3, "thurs": 3}
 
 
 class CommandError(DigestError):
@@ -67,6 +100,11 @@ class NearbyPr:
 
 
 @dataclass(frozen=True)
+class NearbyUrl:
+    url: str
+
+
+@dataclass(frozen=True)
 class Pr:
     number: int
 
@@ -78,7 +116,24 @@ class Search:
 
 @dataclass(frozen=True)
 class Week:
-    day: date | None = None
+    """An ISO week; ``Week()`` (no week given) is settled against the archive when run."""
+
+    year: int | None = None
+    number: int | None = None
+    # A bare `week` that shows last week because this one has no episodes yet: the reply
+    # says so. Not part of the command's identity (it is a fact about the archive).
+    fell_back: bool = field(default=False, compare=False)
+
+    @property
+    def monday(self) -> date | None:
+        if self.year is None or self.number is None:
+            return None
+        return date.fromisocalendar(self.year, self.number, 1)
+
+
+def week_containing(day: date) -> Week:
+    iso = day.isocalendar()
+    return Week(iso.year, iso.week)
 
 
 @dataclass(frozen=True)
@@ -113,6 +168,7 @@ Command = (
     | NearbyDate
     | NearbyTitle
     | NearbyPr
+    | NearbyUrl
     | Pr
     | Search
     | Week
@@ -125,7 +181,7 @@ Command = (
 
 # Questions about the archive alone: the same answer in every channel (so one cache entry
 # serves them all).
-EPISODE_QUERIES = (Recent, Latest, NearbyDate, NearbyTitle, NearbyPr, Pr, Search)
+EPISODE_QUERIES = (Recent, Latest, NearbyDate, NearbyTitle, NearbyPr, NearbyUrl, Pr, Search)
 # Read-only answers may be re-run for "Share in channel"; the others change state.
 SHAREABLE = (*EPISODE_QUERIES, Week, ListSubscriptions, Status)
 
@@ -136,12 +192,13 @@ def _quote(value: str, limit: int = 40) -> str:
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
-def parse_date(value: str, subcommand: str) -> date:
-    match = _DATE_RE.match(value)
-    if not match:
-        raise CommandError(msg.NOT_A_DATE.format(value=_quote(value)), subcommand)
-    year, month, day = (int(part) for part in match.groups())
-    if not 2000 <= year <= 2100:
+def show_day(day: date) -> str:
+    """A day as replies echo it: ``5 Oct 2026`` (unambiguous in every locale)."""
+    return f"{day.day} {calendar.month_abbr[day.month]} {day.year}"
+
+
+def _calendar_day(value: str, subcommand: str, year: int, month: int, day: int) -> date:
+    if not MIN_YEAR <= year <= MAX_YEAR:
         raise CommandError(msg.DATE_RANGE.format(value=_quote(value)), subcommand)
     try:
         return date(year, month, day)
@@ -149,14 +206,147 @@ def parse_date(value: str, subcommand: str) -> date:
         raise CommandError(msg.NO_SUCH_DATE.format(value=_quote(value)), subcommand) from exc
 
 
+def _need_today(today: date | None, value: str, subcommand: str) -> date:
+    if today is None:
+        raise CommandError(msg.NEED_YEAR.format(value=_quote(value)), subcommand)
+    return today
+
+
+def _latest(value: str, subcommand: str, month: int, day: int, today: date | None) -> date:
+    """The latest ``day`` of ``month`` that is not after today: "Oct 5" in November is this
+    year's, in September last year's."""
+    try:
+        date(2000, month, day)  # a leap year: does the day exist at all?
+    except ValueError as exc:
+        raise CommandError(msg.NO_SUCH_DATE.format(value=_quote(value)), subcommand) from exc
+    base = _need_today(today, value, subcommand)
+    for year in range(base.year, base.year - _LEAP_SEARCH - 1, -1):
+        try:
+            found = date(year, month, day)
+        except ValueError:
+            continue  # 29 Feb outside a leap year
+        if found <= base:
+            return found
+    raise CommandError(msg.NO_SUCH_DATE.format(value=_quote(value)), subcommand)
+
+
+def _day_or_month_first(
+    value: str, subcommand: str, a: int, b: int, year: int | None, today: date | None
+) -> date:
+    """``a/b[/year]`` when only one reading is a date (or both readings are the same day)."""
+    if 0 in (a, b) or (a > 12 and b > 12):
+        raise CommandError(msg.NO_SUCH_DATE.format(value=_quote(value)), subcommand)
+    if a == b or a > 12:
+        day, month = a, b
+    elif b > 12:
+        day, month = b, a
+    else:
+        first, second = f"{a} {calendar.month_abbr[b]}", f"{b} {calendar.month_abbr[a]}"
+        raise CommandError(
+            msg.AMBIGUOUS_DATE.format(value=_quote(value), first=first, second=second),
+            subcommand,
+        )
+    if year is None:
+        return _latest(value, subcommand, month, day, today)
+    return _calendar_day(value, subcommand, year, month, day)
+
+
+def _month_words(value: str, subcommand: str, today: date | None) -> date | None:
+    """``5 Oct 2026``, ``Oct 5, 2026``, ``October 5th``, ``Mon 5 Oct 2026`` (how replies show
+    a day), ``5-Oct-2026``; None when the words are not a date of that shape."""
+    tokens = [t.rstrip(".") for t in value.casefold().replace(",", " ").split()]
+    if len(tokens) == 1 and "-" in tokens[0]:
+        tokens = tokens[0].split("-")
+    tokens = [t for t in tokens if t and t != "of"]
+    weekday = None
+    if len(tokens) > 2 and tokens[0] in _WEEKDAYS:
+        weekday, tokens = _WEEKDAYS[tokens[0]], tokens[1:]
+    if len(tokens) not in (2, 3):
+        return None
+    if tokens[0] in _MONTHS and _DAY_RE.match(tokens[1]):
+        month, day_word = _MONTHS[tokens[0]], tokens[1]
+    elif tokens[1] in _MONTHS and _DAY_RE.match(tokens[0]):
+        month, day_word = _MONTHS[tokens[1]], tokens[0]
+    else:
+        return None
+    day_match = _DAY_RE.match(day_word)
+    assert day_match is not None
+    day = int(day_match.group(1))
+    if len(tokens) == 3:
+        if not _YEAR_RE.match(tokens[2]):
+            return None
+        found = _calendar_day(value, subcommand, int(tokens[2]), month, day)
+    else:
+        found = _latest(value, subcommand, month, day, today)
+    if weekday is not None and found.weekday() != weekday:
+        raise CommandError(
+            msg.WRONG_WEEKDAY.format(
+                day=show_day(found),
+                actual=calendar.day_name[found.weekday()],
+                given=calendar.day_name[weekday],
+            ),
+            subcommand,
+        )
+    return found
+
+
+def parse_day(value: str, subcommand: str, today: date | None = None) -> date | None:
+    """A day written the ways people write one, or None when ``value`` does not look like a
+    date at all (so it can be read as something else).
+
+    ``today`` anchors the relative forms (``today``, ``yesterday``, a date without a year),
+    which without it are refused. Raises ``CommandError`` for a date-shaped value that is
+    not a day (30 Feb), out of range, or ambiguous (``05/10/2026``: 5 Oct or 10 May?).
+    """
+    value = " ".join(value.split())
+    lowered = value.casefold()
+    if lowered in ("today", "yesterday"):
+        base = _need_today(today, value, subcommand)
+        return base if lowered == "today" else base - timedelta(days=1)
+    if match := _ISO_DATE_RE.match(value):
+        year, month, day = (int(part) for part in match.groups())
+        return _calendar_day(value, subcommand, year, month, day)
+    if match := _NUMERIC_DATE_RE.match(value):
+        a, b, year = (int(part) for part in match.groups())
+        return _day_or_month_first(value, subcommand, a, b, year, today)
+    if match := _SHORT_NUMERIC_RE.match(value):
+        a, b = (int(part) for part in match.groups())
+        return _day_or_month_first(value, subcommand, a, b, None, today)
+    if _DATELIKE_RE.match(value):
+        raise CommandError(msg.NOT_A_DATE.format(value=_quote(value)), subcommand)
+    return _month_words(value, subcommand, today)
+
+
+def parse_date(value: str, subcommand: str, today: date | None = None) -> date:
+    """Like ``parse_day``, but anything that is not a day is an error."""
+    found = parse_day(value, subcommand, today)
+    if found is None:
+        raise CommandError(msg.NOT_A_DATE.format(value=_quote(value)), subcommand)
+    return found
+
+
 def parse_pr(value: str, subcommand: str) -> int:
+    if _NEGATIVE_PR_RE.match(value):
+        raise CommandError(msg.PR_START.format(value=_quote(value)), subcommand)
     match = _PR_RE.match(value)
     if not match:
         raise CommandError(msg.NOT_A_PR.format(value=_quote(value)), subcommand)
-    number = int(match.group(1)[:12])
-    if len(match.group(1)) > 10 or number > MAX_PR or number == 0:
+    digits = match.group(1).lstrip("0")
+    if not digits:
+        raise CommandError(msg.PR_START.format(value=_quote(value)), subcommand)
+    # Length first: no point turning 500 digits into an int to learn it is too big.
+    if len(digits) > 10 or int(digits) > MAX_PR:
         raise CommandError(msg.PR_RANGE.format(value=_quote(value)), subcommand)
-    return number
+    return int(digits)
+
+
+def episode_link(text: str) -> str | None:
+    """The URL of a pasted link: Slack sends ``<url>`` or ``<url|label>`` (and a plain URL
+    when it does not linkify); None when ``text`` is not one http(s) link."""
+    text = text.strip()
+    if text.startswith("<") and text.endswith(">"):
+        text = text[1:-1].split("|", 1)[0].strip()
+    return text if _URL_RE.match(text) else None
 
 
 def _parse_recent(args: list[str]) -> Recent:
@@ -175,17 +365,23 @@ def _parse_recent(args: list[str]) -> Recent:
     return Recent(n)
 
 
-def _parse_nearby(args: list[str]) -> NearbyDate | NearbyTitle | NearbyPr:
+def _parse_nearby(
+    args: list[str], today: date | None
+) -> NearbyDate | NearbyTitle | NearbyPr | NearbyUrl:
     if not args:
         raise CommandError(msg.NEED_NEARBY, "nearby")
-    first = args[0]
-    if len(args) == 1 and (_DATE_RE.match(first) or _DATELIKE_RE.match(first)):
-        return NearbyDate(parse_date(first, "nearby"))
+    first, words = args[0], " ".join(args)
+    url = episode_link(words)
+    if url is not None:
+        return NearbyUrl(url)
     if len(args) == 1 and first.startswith("#"):
         return NearbyPr(parse_pr(first, "nearby"))
     if len(args) == 2 and first.casefold() == "pr":
         return NearbyPr(parse_pr(args[1], "nearby"))
-    return NearbyTitle(" ".join(args))
+    day = parse_day(words, "nearby", today)
+    if day is not None:
+        return NearbyDate(day)
+    return NearbyTitle(words)
 
 
 def _parse_pr(args: list[str]) -> Pr:
@@ -196,12 +392,43 @@ def _parse_pr(args: list[str]) -> Pr:
     return Pr(parse_pr(args[0], "pr"))
 
 
-def _parse_week(args: list[str]) -> Week:
+def _week_number(value: str, number: int, today: date | None) -> Week:
+    """``w41``: this year's week 41 when it has begun, else last year's."""
+    base = _need_today(today, value, "week")
+    year = base.isocalendar().year
+    for candidate in (year, year - 1):
+        try:
+            monday = date.fromisocalendar(candidate, number, 1)
+        except ValueError:
+            continue
+        if monday <= base:
+            return Week(candidate, number)
+    raise CommandError(msg.NO_SUCH_WEEK.format(value=_quote(value)), "week")
+
+
+def _parse_week(args: list[str], today: date | None) -> Week:
     if not args:
         return Week()
-    if len(args) > 1:
-        raise CommandError(msg.EXTRA_ARGS.format(value=_quote(args[1]), command="week"), "week")
-    return Week(parse_date(args[0], "week"))
+    value = " ".join(args)
+    lowered = value.casefold()
+    if lowered in ("this", "this week", "current"):
+        return week_containing(_need_today(today, value, "week"))
+    if lowered in ("last", "last week", "previous"):
+        return week_containing(_need_today(today, value, "week") - timedelta(days=7))
+    if _ISO_WEEK_RE.match(value):
+        try:
+            year, number = parse_week(value)
+        except InvalidWeek as exc:
+            raise CommandError(msg.NO_SUCH_WEEK.format(value=_quote(value)), "week") from exc
+        if not MIN_YEAR <= year <= MAX_YEAR:
+            raise CommandError(msg.DATE_RANGE.format(value=_quote(value)), "week")
+        return Week(year, number)
+    if match := _BARE_WEEK_RE.match(value):
+        return _week_number(value, int(match.group(1)), today)
+    day = parse_day(value, "week", today)
+    if day is None:
+        raise CommandError(msg.NOT_A_WEEK.format(value=_quote(value)), "week")
+    return week_containing(day)
 
 
 def _match_show(word: str, shows: Sequence[str]) -> str | None:
@@ -222,10 +449,27 @@ def _leading_show(args: list[str], shows: Sequence[str]) -> tuple[str | None, li
     return None, args
 
 
+def _close_show(args: list[str], shows: Sequence[str]) -> tuple[str, str] | None:
+    """(the words, the show) when the leading words look like a typo of a show's name."""
+    best: tuple[float, str, str] | None = None
+    for show in shows:
+        words = " ".join(args[: len(show.split())])
+        ratio = difflib.SequenceMatcher(None, words.casefold(), show.casefold()).ratio()
+        if ratio >= TYPO_CUTOFF and (best is None or ratio > best[0]):
+            best = (ratio, words, show)
+    return (best[1], best[2]) if best else None
+
+
 def _parse_subscribe(args: list[str], shows: Sequence[str]) -> Subscribe:
     if not shows:
         raise CommandError(msg.NO_SHOWS, "subscribe")
     show, rest = _leading_show(args, shows)
+    close = _close_show(args, shows) if show is None and args else None
+    if close is not None:
+        # A misspelt show must not quietly become a keyword filter (replacing what the
+        # channel had).
+        words, near = close
+        raise CommandError(msg.SHOW_TYPO.format(name=_quote(words), show=near), "subscribe")
     if show is not None:
         keywords = rest
     elif len(shows) == 1:
@@ -266,9 +510,13 @@ def _no_args(name: str, args: list[str], command: Command) -> Command:
     return command
 
 
-def parse_command(text: str, shows: Sequence[str]) -> Command:
+def parse_command(text: str, shows: Sequence[str], today: date | None = None) -> Command:
     """Parse the text after ``/episodes`` as Slack sends it (``&``, ``<``, ``>`` arrive as
-    entities, like all text in Slack). Raises ``CommandError`` for bad arguments."""
+    entities, like all text in Slack). Raises ``CommandError`` for bad arguments.
+
+    ``today`` (in the team's timezone) anchors relative dates and weeks (``yesterday``,
+    ``Oct 5``, ``w41``, ``last``); the command that comes out names absolute ones.
+    """
     if len(text) > msg.MAX_TEXT:
         raise CommandError(
             msg.TOO_LONG.format(length=f"{len(text):,}", command=msg.COMMAND, limit=msg.MAX_TEXT)
@@ -285,7 +533,7 @@ def parse_command(text: str, shows: Sequence[str]) -> Command:
     if head == "latest":
         return _no_args("latest", args, Latest())
     if head in ("nearby", "near", "around"):
-        return _parse_nearby(args)
+        return _parse_nearby(args, today)
     if head == "pr":
         return _parse_pr(args)
     if head.startswith("#") and not args:
@@ -295,7 +543,7 @@ def parse_command(text: str, shows: Sequence[str]) -> Command:
             raise CommandError(msg.NEED_WORDS, "search")
         return Search(" ".join(args))
     if head == "week":
-        return _parse_week(args)
+        return _parse_week(args, today)
     if head in ("subscribe", "follow"):
         return _parse_subscribe(args, shows)
     if head in ("unsubscribe", "unfollow"):
@@ -329,14 +577,16 @@ def _canonical(command: Command) -> str:
             return f"nearby {day.isoformat()}"
         case NearbyPr(number):
             return f"nearby #{number}"
+        case NearbyUrl(url):
+            return f"nearby {url}"
         case NearbyTitle(words):
             return f"nearby {words}"
         case Pr(number):
             return f"pr {number}"
         case Search(words):
             return f"search {words}"
-        case Week(day):
-            return f"week {day.isoformat()}" if day else "week"
+        case Week(year, number):
+            return f"week {year}-W{number:02d}" if year and number else "week"
         case Subscribe(show, keywords):
             return " ".join(["subscribe", show, *keywords])
         case Unsubscribe(show):

@@ -17,6 +17,8 @@ from digests.render.limits import Block, Message
 
 MAX_BLOCKS = limits.BLOCKS_PER_MESSAGE
 SHARE_ACTION = "episodes_share"
+# Marks a reply that found nothing: there is nothing to share, so it gets no Share button.
+EMPTY_BLOCK = "episodes_empty"
 _USER_RE = re.compile(r"^[UW][A-Z0-9]{2,}$")
 
 
@@ -39,6 +41,23 @@ def message(text: str, content: list[Block], *, max_blocks: int = MAX_BLOCKS) ->
     ``text`` (the notification fallback) is composed mrkdwn, like a section's text.
     """
     return limits.fit(Message(text=text, blocks=content), max_blocks=max_blocks)
+
+
+def nothing(text: str, *more: Block) -> Message:
+    """A reply that found nothing (``text`` is composed mrkdwn): it is never shared."""
+    return mark_empty(message(text, [section(text), *more]))
+
+
+def mark_empty(reply: Message) -> Message:
+    """``reply``, marked as having nothing worth sharing (via its first block's id)."""
+    content = list(reply["blocks"])
+    if content:
+        content[0] = {**content[0], "block_id": EMPTY_BLOCK}
+    return Message(text=reply["text"], blocks=content)
+
+
+def is_empty(reply: Message) -> bool:
+    return any(b.get("block_id") == EMPTY_BLOCK for b in reply["blocks"])
 
 
 def error_reply(error: CommandError) -> Message:
@@ -86,10 +105,10 @@ def with_share(reply: Message, command_text: str) -> Message:
     """The reply plus a "Share in channel" button, still within the 50-block limit.
 
     A command too long to fit a button's value (2,000 characters) gets no button: a cut
-    value would re-run some other command.
+    value would re-run some other command. Nor does a reply that found nothing.
     """
     value = share_value(command_text)
-    if len(value) > limits.BUTTON_VALUE:
+    if len(value) > limits.BUTTON_VALUE or is_empty(reply):
         return reply
     button = blocks.actions(
         [blocks.button(msg.SHARE_BUTTON, SHARE_ACTION, value)], block_id=SHARE_ACTION

@@ -8,7 +8,7 @@ from datetime import datetime
 from bot import messages as msg
 from bot.commands.base import Deps, Invocation
 from bot.commands.parse import ListSubscriptions, Status, Subscribe, Unsubscribe
-from bot.commands.replies import Block, divider, message, section
+from bot.commands.replies import Block, divider, message, nothing, section
 from digests.render import escape
 from digests.render.limits import Message
 from digests.store import FetchState, Subscription
@@ -30,15 +30,37 @@ def _reply(text: str) -> Message:
 
 
 def subscribe(command: Subscribe, deps: Deps, invocation: Invocation) -> Message:
+    (before,) = deps.store.subscriptions(
+        team_id=invocation.team_id, channel_id=invocation.channel_id, show=command.show
+    ) or (None,)
     deps.store.subscribe(
-        invocation.team_id, invocation.channel_id, command.show, keywords=command.keywords
+        invocation.team_id,
+        invocation.channel_id,
+        command.show,
+        keywords=command.keywords,
+        created_by=invocation.user_id or None,
     )
+    show = escape.mrkdwn(command.show)
     wanted = (
         msg.SUBSCRIBED_FILTER.format(keywords=_keywords(command.keywords))
         if command.keywords
         else ""
     )
-    return _reply(msg.SUBSCRIBED.format(show=escape.mrkdwn(command.show), filter=wanted))
+    text = msg.SUBSCRIBED.format(show=show, filter=wanted)
+    if before is not None and _folded(before.keywords) != _folded(command.keywords):
+        # Subscribing again is a replacement, not an addition: say what is gone.
+        text += " " + (
+            msg.REPLACES_FILTER.format(keywords=_keywords(before.keywords))
+            if before.keywords
+            else msg.REPLACES_NO_FILTER.format(show=show)
+        )
+    if before is not None and before.paused:
+        text += " " + msg.SUBSCRIBE_RESUMES.format(reason=escape.mrkdwn(before.paused_reason or ""))
+    return _reply(text)
+
+
+def _folded(keywords: Sequence[str]) -> set[str]:
+    return {" ".join(k.split()).casefold() for k in keywords}
 
 
 def unsubscribe(command: Unsubscribe, deps: Deps, invocation: Invocation) -> Message:
@@ -53,9 +75,10 @@ def unsubscribe(command: Unsubscribe, deps: Deps, invocation: Invocation) -> Mes
         text = msg.UNSUBSCRIBED.format(show=escape.mrkdwn(command.show))
     else:
         text = msg.UNSUBSCRIBED_ALL.format(removed=removed, s="" if removed == 1 else "s")
-    # The config file's channels are subscribed again at every start: say where to look.
+    # The config file's channels are kept as tombstones so a restart does not bring them
+    # back, but the file still names them: say where to remove them for good.
     if any(sub.source == "config" for sub in current):
-        text += " " + msg.FROM_CONFIG_RETURNS
+        text += " " + msg.FROM_CONFIG_REMOVE
     return _reply(text)
 
 
@@ -80,7 +103,7 @@ def subscription_line(sub: Subscription, deps: Deps) -> str:
 def list_subscriptions(command: ListSubscriptions, deps: Deps, invocation: Invocation) -> Message:
     subs = deps.store.subscriptions(team_id=invocation.team_id, channel_id=invocation.channel_id)
     if not subs:
-        return _reply(msg.LIST_EMPTY)
+        return nothing(msg.LIST_EMPTY)  # nothing to share
     lines = "\n".join(f"• {subscription_line(s, deps)}" for s in subs[:40])
     return message(msg.LIST_TITLE, [section(f"*{msg.LIST_TITLE}*"), section(lines)])
 

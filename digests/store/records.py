@@ -46,7 +46,14 @@ class Subscription:
     paused_at: datetime | None = None
     source: Literal["config", "slash"] = "slash"
     created_at: datetime | None = field(default=None, compare=False)
+    created_by: str | None = None  # Slack user id; None for the config file's
+    # A config-file subscription a user unsubscribed (kept so restarts do not revive it).
+    unsubscribed_at: datetime | None = field(default=None, compare=False)
 
     @property
     def paused(self) -> bool:
         return self.paused_reason is not None
+
+    @property
+    def unsubscribed(self) -> bool:
+        return self.unsubscribed_at is not None

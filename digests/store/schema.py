@@ -133,6 +133,11 @@ subscriptions = sa.Table(
     sa.Column("paused_at", UTCDateTime),
     sa.Column("source", sa.String(16), nullable=False, server_default="slash"),
     sa.Column("created_at", UTCDateTime, nullable=False),
+    # The Slack user who subscribed it by slash command (told when it is paused).
+    sa.Column("created_by", sa.String(32)),
+    # Set on a config-file subscription a user unsubscribed: a tombstone the config sync
+    # respects, so the unsubscribe survives restarts.
+    sa.Column("unsubscribed_at", UTCDateTime),
     sa.UniqueConstraint("team_id", "channel_id", "show"),
     sa.CheckConstraint("source IN ('config', 'slash')", name="source"),
 )

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, NamedTuple, TypeVar, cast
 
 import sqlalchemy as sa
 from alembic import command
@@ -24,6 +24,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 from digests.errors import StoreError
+from digests.extract import UNKNOWN_DATE
 from digests.models import Episode, PullRequestRef, guid_key
 from digests.store.records import FetchState, PrMention, Subscription, UpsertResult
 from digests.store.schema import (
@@ -64,6 +65,13 @@ _EPISODE_COLUMNS = (
     episodes.c.nearby,
 )
 _EPISODES_JOIN = episodes.join(shows, episodes.c.show_id == shows.c.id)
+
+
+class _Stored(NamedTuple):
+    id: int
+    content_hash: str
+    published_at: datetime
+    first_seen_at: datetime
 
 
 def _chunks(items: Sequence[_T], size: int = _CHUNK) -> Iterator[Sequence[_T]]:
@@ -334,6 +342,12 @@ class Store:
     def upsert_episodes(self, episodes_in: Iterable[Episode], now: datetime) -> list[UpsertResult]:
         """One row per (show, guid); 'changed' when the content hash differs.
 
+        An episode the feed gives no usable date (``UNKNOWN_DATE``) is dated when the bot
+        first saw it, and keeps that date on later polls: otherwise it would be posted as
+        1970 and fall outside every "recent" list and weekly recap. The content hash is of
+        the episode as the feed has it, so such an episode is not "changed" on every poll;
+        the returned episodes carry the date as stored.
+
         One transaction; a constant number of statements per 500 episodes whatever happens,
         so re-reading a feed of thousands of unchanged episodes costs a few SELECTs.
         """
@@ -345,17 +359,33 @@ class Store:
         if not batch:
             return []
         hashes = {key: episode.content_hash() for key, episode in batch.items()}
+        # In feed order (newest first, by convention), which the dates given below keep.
+        undated = [key for key, episode in batch.items() if episode.published_at == UNKNOWN_DATE]
 
-        def write(conn: sa.Connection) -> tuple[list[_Key], list[_Key]]:
+        def write(conn: sa.Connection) -> tuple[list[_Key], list[_Key], dict[_Key, Episode]]:
             show_ids = self._show_ids(conn, (show for show, _ in batch))
             existing = self._existing(conn, batch.keys(), show_ids)
+            dated = dict(batch)
+            repaired: list[_Key] = []
+            for order, key in enumerate(undated):
+                row = existing.get(key)
+                # New ones a microsecond apart: a feed without dates still has a newest
+                # item, so the first poll posts the newest `backfill`, not all of them.
+                when = now - timedelta(microseconds=order) if row is None else row.published_at
+                if row is not None and row.published_at == UNKNOWN_DATE:
+                    # Stored before undated episodes got their first-seen date.
+                    when = row.first_seen_at
+                    repaired.append(key)
+                dated[key] = batch[key].model_copy(update={"published_at": when})
             new_keys = [key for key in batch if key not in existing]
             changed_keys = [
-                key for key in batch if key in existing and existing[key][1] != hashes[key]
+                key
+                for key in batch
+                if key in existing and existing[key].content_hash != hashes[key]
             ]
             if new_keys:
                 rows = [
-                    _episode_values(batch[key], show_ids[key[0]], hashes[key], now)
+                    _episode_values(dated[key], show_ids[key[0]], hashes[key], now)
                     | {"first_seen_at": now}
                     for key in new_keys
                 ]
@@ -363,20 +393,20 @@ class Store:
                 # order for multi-row inserts, so SQLAlchemy would fall back to one per row.
                 conn.execute(sa.insert(episodes), rows)
                 created = self._existing(conn, new_keys, show_ids)
-                new_ids = {key: created[key][0] for key in new_keys}
-                self._insert_prs(conn, [(new_ids[key], batch[key]) for key in new_keys])
+                new_ids = {key: created[key].id for key in new_keys}
+                self._insert_prs(conn, [(new_ids[key], dated[key]) for key in new_keys])
             if changed_keys:
-                changed_ids = [existing[key][0] for key in changed_keys]
+                changed_ids = [existing[key].id for key in changed_keys]
                 conn.execute(
                     sa.update(episodes)
                     .where(episodes.c.id == sa.bindparam("row_id"))
                     .values({name: sa.bindparam(f"v_{name}") for name in _UPDATED_COLUMNS}),
                     [
-                        {"row_id": existing[key][0]}
+                        {"row_id": existing[key].id}
                         | {
                             f"v_{name}": value
                             for name, value in _episode_values(
-                                batch[key], show_ids[key[0]], hashes[key], now
+                                dated[key], show_ids[key[0]], hashes[key], now
                             ).items()
                             if name in _UPDATED_COLUMNS
                         }
@@ -385,17 +415,28 @@ class Store:
                 )
                 for chunk in _chunks(changed_ids):
                     conn.execute(sa.delete(episode_prs).where(episode_prs.c.episode_id.in_(chunk)))
-                self._insert_prs(conn, [(existing[key][0], batch[key]) for key in changed_keys])
-            return new_keys, changed_keys
+                self._insert_prs(conn, [(existing[key].id, dated[key]) for key in changed_keys])
+            repaired = [key for key in repaired if key not in changed_keys]
+            if repaired:
+                conn.execute(
+                    sa.update(episodes)
+                    .where(episodes.c.id == sa.bindparam("row_id"))
+                    .values(published_at=sa.bindparam("when")),
+                    [
+                        {"row_id": existing[key].id, "when": dated[key].published_at}
+                        for key in repaired
+                    ],
+                )
+            return new_keys, changed_keys, dated
 
-        new_keys, changed_keys = self._write("saving episodes", write)
+        new_keys, changed_keys, dated = self._write("saving episodes", write)
         new_set, changed_set = set(new_keys), set(changed_keys)
         results: list[UpsertResult] = []
-        for key, episode in batch.items():
+        for key in batch:
             status: Literal["new", "changed", "unchanged"] = (
                 "new" if key in new_set else "changed" if key in changed_set else "unchanged"
             )
-            results.append(UpsertResult(episode=episode, status=status))
+            results.append(UpsertResult(episode=dated[key], status=status))
         return results
 
     @staticmethod
@@ -403,21 +444,27 @@ class Store:
         conn: sa.Connection,
         keys: Iterable[tuple[str, str]],
         show_ids: Mapping[str, int],
-    ) -> dict[tuple[str, str], tuple[int, str]]:
-        """(show, guid) → (row id, content hash) for the keys already stored."""
+    ) -> dict[tuple[str, str], _Stored]:
+        """(show, guid) → what the upsert needs of its row, for the keys already stored."""
         by_show: dict[str, list[str]] = {}
         for show, guid in keys:
             by_show.setdefault(show, []).append(guid)
-        found: dict[tuple[str, str], tuple[int, str]] = {}
+        found: dict[tuple[str, str], _Stored] = {}
         for show, guids in by_show.items():
             for chunk in _chunks(guids):
                 rows = conn.execute(
-                    sa.select(episodes.c.id, episodes.c.guid, episodes.c.content_hash).where(
-                        episodes.c.show_id == show_ids[show], episodes.c.guid.in_(chunk)
-                    )
+                    sa.select(
+                        episodes.c.id,
+                        episodes.c.guid,
+                        episodes.c.content_hash,
+                        episodes.c.published_at,
+                        episodes.c.first_seen_at,
+                    ).where(episodes.c.show_id == show_ids[show], episodes.c.guid.in_(chunk))
                 )
                 for row in rows:
-                    found[(show, row.guid)] = (row.id, row.content_hash)
+                    found[(show, row.guid)] = _Stored(
+                        row.id, row.content_hash, row.published_at, row.first_seen_at
+                    )
         return found
 
     @staticmethod
@@ -607,6 +654,25 @@ class Store:
         )
         return found[0] if found else None
 
+    def by_title_words(
+        self, words: Sequence[str], limit: int = 50, shows: Sequence[str] | None = None
+    ) -> list[Episode]:
+        """Episodes whose title contains every one of ``words`` (case-insensitive, as
+        substrings, so callers check whole words themselves), newest first."""
+        needles = [w.lower() for w in words if w.strip()][:_MAX_SEARCH_TOKENS]
+        if not needles or limit <= 0:
+            return []
+        headline, title = sa.func.lower(episodes.c.headline), sa.func.lower(episodes.c.title)
+        has_all = [
+            sa.or_(headline.contains(n, autoescape=True), title.contains(n, autoescape=True))
+            for n in needles
+        ]
+        return self._episodes(
+            "finding episodes by title words",
+            _select().where(*has_all).order_by(*_NEWEST).limit(min(limit, _MAX_SEARCH_LIMIT)),
+            shows,
+        )
+
     def by_pr(self, number: int, shows: Sequence[str] | None = None) -> list[PrMention]:
         """Every episode naming PR ``number``, newest first, with the sentence that names it."""
         stmt = (
@@ -700,8 +766,14 @@ class Store:
         keywords: Sequence[str] = (),
         recap: bool = True,
         source: str = "slash",
+        created_by: str | None = None,
     ) -> Subscription:
-        """Create or replace; also un-pauses."""
+        """Create or replace; also un-pauses, and revives one a user unsubscribed.
+
+        A subscription from the config file stays ``config`` when a user replaces its
+        filter by slash command, so unsubscribing it still warns where it came from.
+        ``created_by`` (the Slack user) replaces the earlier one when given.
+        """
         if source not in _SOURCES:
             raise ValueError(f"source must be one of {_SOURCES}, not {source!r}")
         clean: list[str] = []
@@ -715,16 +787,26 @@ class Store:
             "recap": recap,
             "paused_reason": None,
             "paused_at": None,
+            "unsubscribed_at": None,
             "source": source,
+            "created_by": created_by or None,
         }
         insert_ = (
             pg_dialect.insert(subscriptions)
             if self.dialect == "postgresql"
             else sqlite_dialect.insert(subscriptions)
         )
-        stmt = insert_.values(
-            team_id=team_id, channel_id=channel_id, show=show, created_at=now, **values
-        ).on_conflict_do_update(index_elements=["team_id", "channel_id", "show"], set_=values)
+        stmt = insert_.values(team_id=team_id, channel_id=channel_id, show=show, created_at=now)
+        stmt = stmt.values(**values)
+        update = values | {
+            "source": sa.case(
+                (subscriptions.c.source == "config", "config"), else_=stmt.excluded.source
+            ),
+            "created_by": sa.func.coalesce(stmt.excluded.created_by, subscriptions.c.created_by),
+        }
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["team_id", "channel_id", "show"], set_=update
+        )
         with self._tx(f"subscribing {channel_id} to {show!r}") as conn:
             conn.execute(stmt)
             row = conn.execute(
@@ -737,14 +819,28 @@ class Store:
         return _subscription(row)
 
     def unsubscribe(self, team_id: str, channel_id: str, show: str | None = None) -> int:
-        """Drop the channel's subscription to ``show`` (all of them when None); the count."""
-        stmt = sa.delete(subscriptions).where(
-            subscriptions.c.team_id == team_id, subscriptions.c.channel_id == channel_id
-        )
+        """Drop the channel's subscription to ``show`` (all of them when None); the count.
+
+        One from the config file is kept as a tombstone (``unsubscribed_at``) instead, so
+        the config sync at the next start does not subscribe the channel again.
+        """
+        where = [
+            subscriptions.c.team_id == team_id,
+            subscriptions.c.channel_id == channel_id,
+            subscriptions.c.unsubscribed_at.is_(None),
+        ]
         if show is not None:
-            stmt = stmt.where(subscriptions.c.show == show)
+            where.append(subscriptions.c.show == show)
         with self._tx(f"unsubscribing {channel_id}") as conn:
-            return int(conn.execute(stmt).rowcount)
+            kept = conn.execute(
+                sa.update(subscriptions)
+                .where(*where, subscriptions.c.source == "config")
+                .values(unsubscribed_at=datetime.now(UTC))
+            ).rowcount
+            dropped = conn.execute(
+                sa.delete(subscriptions).where(*where, subscriptions.c.source != "config")
+            ).rowcount
+            return int(kept) + int(dropped)
 
     def subscriptions(
         self,
@@ -752,7 +848,10 @@ class Store:
         channel_id: str | None = None,
         show: str | None = None,
         include_paused: bool = True,
+        include_unsubscribed: bool = False,
     ) -> list[Subscription]:
+        """The subscriptions matching the filters; tombstones only with
+        ``include_unsubscribed`` (the config sync needs them, nothing else does)."""
         stmt = sa.select(subscriptions).order_by(
             subscriptions.c.team_id, subscriptions.c.channel_id, subscriptions.c.show
         )
@@ -764,23 +863,37 @@ class Store:
             stmt = stmt.where(subscriptions.c.show == show)
         if not include_paused:
             stmt = stmt.where(subscriptions.c.paused_reason.is_(None))
+        if not include_unsubscribed:
+            stmt = stmt.where(subscriptions.c.unsubscribed_at.is_(None))
         with self._tx("listing subscriptions", write=False) as conn:
             return [_subscription(row) for row in conn.execute(stmt)]
 
     def pause_channel(self, team_id: str, channel_id: str, reason: str, now: datetime) -> int:
         """Pause the channel's active subscriptions; the count (0 when already paused)."""
+        return len(self.pause_subscriptions(team_id, channel_id, reason, now))
+
+    def pause_subscriptions(
+        self, team_id: str, channel_id: str, reason: str, now: datetime
+    ) -> list[Subscription]:
+        """Pause the channel's active subscriptions and return those this call paused.
+
+        One statement (UPDATE … RETURNING): of two processes pausing the same channel at
+        once, only one gets the rows back, so whoever set them up is told once.
+        """
         now = _aware(now, "now")
         with self._tx(f"pausing {channel_id}") as conn:
-            result = conn.execute(
+            rows = conn.execute(
                 sa.update(subscriptions)
                 .where(
                     subscriptions.c.team_id == team_id,
                     subscriptions.c.channel_id == channel_id,
                     subscriptions.c.paused_reason.is_(None),
+                    subscriptions.c.unsubscribed_at.is_(None),
                 )
                 .values(paused_reason=reason or "paused", paused_at=now)
-            )
-            return int(result.rowcount)
+                .returning(*subscriptions.c)
+            ).all()
+        return sorted((_subscription(row) for row in rows), key=lambda sub: sub.show)
 
     def resume_channel(self, team_id: str, channel_id: str) -> int:
         with self._tx(f"resuming {channel_id}") as conn:
@@ -790,6 +903,7 @@ class Store:
                     subscriptions.c.team_id == team_id,
                     subscriptions.c.channel_id == channel_id,
                     subscriptions.c.paused_reason.is_not(None),
+                    subscriptions.c.unsubscribed_at.is_(None),
                 )
                 .values(paused_reason=None, paused_at=None)
             )
@@ -862,6 +976,8 @@ def _subscription(row: sa.Row[Any]) -> Subscription:
         paused_at=row.paused_at,
         source=cast(Literal["config", "slash"], row.source),
         created_at=row.created_at,
+        created_by=row.created_by,
+        unsubscribed_at=row.unsubscribed_at,
     )
 
 

@@ -1,0 +1,116 @@
+"""A channel Slack refuses is paused, and whoever subscribed it is told by DM, once.
+
+Polls for real: feeds on loopback, the Slack fake over HTTP, SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+
+from bot.delivery import Deliverer
+from bot.poll import run_once
+from config.settings import ScheduleConfig, Settings, ShowConfig
+from digests.fetch import make_http_client
+from digests.store import Store
+from tests.feedserver import FeedServer
+from tests.fixtures.delivery import keys_in, rss, rss_item, slack_outbox
+from tests.slackfake import SlackFake
+
+TEAM = "T1"
+NOW = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)
+
+
+def settings_for(url: str) -> Settings:
+    return Settings(
+        shows=[
+            ShowConfig(name="PyTorch", feed=url, repo="pytorch/pytorch"),
+            ShowConfig(name="Rust", feed=url.replace("feed", "rust"), repo="rust-lang/rust"),
+        ],
+        schedule=ScheduleConfig(poll_minutes=15),
+        team_id=TEAM,
+        slack_bot_token=None,
+        thread_replies=False,
+    )
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with make_http_client(timeout=5.0) as client:
+        yield client
+
+
+@pytest.fixture
+async def deliverer(store: Store, slack_fake: SlackFake) -> AsyncIterator[Deliverer]:
+    d = Deliverer(store, slack_outbox(slack_fake), per_channel_interval=0.0, backoff=0.01)
+    yield d
+    await d.aclose()
+    await d.outbox.close()
+
+
+def dm_texts(fake: SlackFake, user: str) -> list[str]:
+    return [str(m["text"]) for m in fake.messages(user)]
+
+
+async def test_the_subscriber_hears_of_a_pause_once(
+    store: Store,
+    slack_fake: SlackFake,
+    feed_server: FeedServer,
+    http: httpx.AsyncClient,
+    deliverer: Deliverer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    url = feed_server.route("/feed.xml", rss(rss_item(3), rss_item(2)), etag='"v1"')
+    feed_server.route("/rust.xml", rss(), etag='"r1"')
+    settings = settings_for(url)
+    for show in ("PyTorch", "Rust"):
+        store.ensure_show(show, "", "")
+    store.subscribe(TEAM, "C1", "PyTorch", keywords=["briefing"], created_by="U0ADA")
+    store.subscribe(TEAM, "C1", "Rust", created_by="U0ADA")
+    store.subscribe(TEAM, "C2", "PyTorch", created_by="U0BOB")
+    store.subscribe(TEAM, "C3", "PyTorch", source="config")
+    store.subscribe(TEAM, "C4", "PyTorch", created_by="U0BOB")
+    slack_fake.channel_error("C1", "is_archived")
+    slack_fake.channel_error("C3", "channel_not_found")
+    slack_fake.channel_error("C4", "not_in_channel")
+    slack_fake.fail_next("conversations.join", error="method_not_supported_for_channel_type")
+
+    with caplog.at_level(logging.WARNING, logger="bot.delivery"):
+        first = await run_once(settings, store, deliverer.outbox, http, NOW, deliverer=deliverer)
+    assert set(first.delivery.paused) == {(TEAM, "C1"), (TEAM, "C3"), (TEAM, "C4")}
+    assert keys_in(slack_fake.messages("C2")) == ["PyTorch:pytorch-2026-10-03"]
+
+    (ada,) = dm_texts(slack_fake, "U0ADA")
+    assert ada == (
+        "I stopped posting *PyTorch*, *Rust* digests to <#C1>: the channel is archived. "
+        "To resume, fix that and run `/episodes subscribe` in the channel again."
+    )
+    (bob,) = dm_texts(slack_fake, "U0BOB")
+    assert "<#C4>" in bob and "I am not a member and cannot join it" in bob
+    # The config file's subscription has nobody to tell: the log says it.
+    assert any("C3" in r.getMessage() and "config file" in r.getMessage() for r in caplog.records)
+    dms = [c for c in slack_fake.calls_to("chat.postMessage") if c.params["channel"][0] == "U"]
+    assert len(dms) == 2
+
+    # Another episode, more polls, the channels still refusing: nobody is told again.
+    feed_server.route("/feed.xml", rss(rss_item(4), rss_item(3), rss_item(2)), etag='"v2"')
+    for hours in (1, 2):
+        at = NOW + timedelta(hours=hours)
+        await run_once(settings, store, deliverer.outbox, http, at, deliverer=deliverer)
+    assert len(dm_texts(slack_fake, "U0ADA")) == 1 and len(dm_texts(slack_fake, "U0BOB")) == 1
+    assert keys_in(slack_fake.messages("C2"))[-1] == "PyTorch:pytorch-2026-10-04"
+
+    # Resumed by a new subscribe and refused again: that is a new pause, told again.
+    slack_fake.channel_error("C1", None)
+    store.subscribe(TEAM, "C1", "Rust", created_by="U0ADA")
+    store.resume_channel(TEAM, "C1")
+    slack_fake.channel_error("C1", "channel_not_found")
+    feed_server.route("/feed.xml", rss(rss_item(5), rss_item(4)), etag='"v3"')
+    at = NOW + timedelta(hours=3)
+    await run_once(settings, store, deliverer.outbox, http, at, deliverer=deliverer)
+    texts = dm_texts(slack_fake, "U0ADA")
+    assert len(texts) == 2 and "Slack cannot find the channel" in texts[1]

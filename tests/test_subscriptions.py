@@ -1,0 +1,124 @@
+"""`/episodes subscribe` and `unsubscribe` over real HTTP: typos, replacements, the config file.
+
+SQLite and PostgreSQL (``db_url``); a restart is a new ``Store`` on the same database plus
+``sync_config_channels``, as ``digestbot run`` does at start.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from bot.runtime import sync_config_channels
+from config.settings import ChannelConfig
+from digests.store import Store
+from tests.fixtures.app import APP_NOW, CHANNEL, TEAM, USER, RunningApp, assert_valid_message
+
+
+def reply(response: httpx.Response) -> dict[str, Any]:
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["response_type"] == "ephemeral"
+    assert_valid_message(body)
+    return body
+
+
+def first_line(response: httpx.Response) -> str:
+    return str(reply(response)["blocks"][0]["text"]["text"])
+
+
+def subs(store: Store) -> list[tuple[str, tuple[str, ...], str]]:
+    return [
+        (s.show, s.keywords, s.source)
+        for s in store.subscriptions(team_id=TEAM, channel_id=CHANNEL)
+    ]
+
+
+def test_a_misspelt_show_is_refused_and_changes_nothing(slack_app: RunningApp) -> None:
+    reply(slack_app.sender.slash("subscribe PyTorch"))
+    for text in ("subscribe PyTroch", "subscribe pytorhc fsdp"):
+        line = first_line(slack_app.sender.slash(text))
+        word = text.split()[1]
+        assert line == f":warning: There is no show called {word} — did you mean PyTorch?", text
+    assert subs(slack_app.store) == [("PyTorch", (), "slash")]
+    # Words that are not near the show's name are still a keyword filter.
+    line = first_line(slack_app.sender.slash("subscribe python"))
+    assert line.startswith("This channel now gets new *PyTorch* episodes that mention “python”")
+
+
+def test_subscribing_again_says_what_it_replaces(slack_app: RunningApp) -> None:
+    first = first_line(slack_app.sender.slash("subscribe fsdp"))
+    assert first == "This channel now gets new *PyTorch* episodes that mention “fsdp”."
+    assert slack_app.store.subscriptions()[0].created_by == USER
+
+    mps = first_line(slack_app.sender.slash("subscribe mps dtensor"))
+    assert mps == (
+        "This channel now gets new *PyTorch* episodes that mention “mps”, “dtensor”. "
+        "It replaces the earlier filter “fsdp”."
+    )
+    same = first_line(slack_app.sender.slash("subscribe DTensor MPS"))
+    assert "replaces" not in same  # the same filter, in other case and order
+
+    everything = first_line(slack_app.sender.slash("subscribe PyTorch"))
+    assert everything == (
+        "This channel now gets new *PyTorch* episodes. "
+        "It replaces the earlier filter “DTensor”, “MPS”."
+    )
+    narrowed = first_line(slack_app.sender.slash("subscribe PyTorch fsdp"))
+    assert narrowed.endswith("It replaces the earlier subscription to every *PyTorch* episode.")
+    assert subs(slack_app.store) == [("PyTorch", ("fsdp",), "slash")]
+
+
+def test_subscribing_a_paused_channel_again_says_it_resumes(slack_app: RunningApp) -> None:
+    reply(slack_app.sender.slash("subscribe"))
+    slack_app.store.pause_channel(TEAM, CHANNEL, "is_archived", APP_NOW)
+    line = first_line(slack_app.sender.slash("subscribe"))
+    assert line.endswith("It had been paused (is_archived) and is active again.")
+    assert not slack_app.store.subscriptions()[0].paused
+
+
+def test_unsubscribing_a_config_channel_sticks_across_a_restart(
+    slack_app: RunningApp, db_url: str
+) -> None:
+    settings = slack_app.settings.model_copy(
+        update={"channels": [ChannelConfig(id=CHANNEL, shows=["PyTorch"])]}
+    )
+    assert sync_config_channels(settings, slack_app.store, TEAM) == 1
+
+    # A filter set by slash command on the config file's subscription: still from config.
+    reply(slack_app.sender.slash("subscribe PyTorch fsdp"))
+    assert subs(slack_app.store) == [("PyTorch", ("fsdp",), "config")]
+
+    gone = first_line(slack_app.sender.slash("unsubscribe"))
+    assert gone == (
+        "This channel no longer gets any episodes (1 subscription removed). It was set in the "
+        "config file: it stays off after restarts, but remove the channel from the config "
+        "file to drop it for good."
+    )
+    assert subs(slack_app.store) == []
+
+    restarted = Store.open(db_url)
+    try:
+        assert sync_config_channels(settings, restarted, TEAM) == 0
+        assert restarted.subscriptions(team_id=TEAM, channel_id=CHANNEL) == []
+        assert restarted.subscriptions(show="PyTorch", include_paused=False) == []
+    finally:
+        restarted.close()
+    listed = first_line(slack_app.sender.slash("list"))
+    assert "follows no show yet" in listed
+    again = first_line(slack_app.sender.slash("unsubscribe"))
+    assert again == "This channel was not subscribed to any show."
+
+    # Subscribing again brings it back, still known to come from the config file.
+    reply(slack_app.sender.slash("subscribe"))
+    assert subs(slack_app.store) == [("PyTorch", (), "config")]
+    gone = first_line(slack_app.sender.slash("unsubscribe PyTorch"))
+    assert gone.startswith("This channel no longer gets *PyTorch* episodes. It was set in the")
+
+
+def test_unsubscribing_a_slash_channel_deletes_it(slack_app: RunningApp) -> None:
+    reply(slack_app.sender.slash("subscribe"))
+    gone = first_line(slack_app.sender.slash("unsubscribe"))
+    assert gone == "This channel no longer gets any episodes (1 subscription removed)."
+    assert slack_app.store.subscriptions(team_id=TEAM, include_unsubscribed=True) == []
