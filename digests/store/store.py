@@ -7,6 +7,8 @@ records before they leave; every SQLAlchemy failure leaves as a one-line ``Store
 from __future__ import annotations
 
 import re
+import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -45,6 +47,7 @@ _CHUNK = 500
 _PG_MIGRATION_LOCK = 0x64696765
 _MAX_SEARCH_TOKENS = 16
 _WRITE_ATTEMPTS = 3
+_WAL_ATTEMPTS = 25  # about 10 s of waiting, as the busy timeout allows other statements
 _PG_CONNECT_TIMEOUT = 10
 _MAX_SEARCH_LIMIT = 100
 _WORD = re.compile(r"\w+")
@@ -981,6 +984,29 @@ def _subscription(row: sa.Row[Any]) -> Subscription:
     )
 
 
+def _sqlite_wal(cursor: Any) -> bool:
+    """Put the database file in WAL mode (once per file: the mode persists); False for an
+    in-memory database, which has no WAL.
+
+    Switching needs the file to itself and SQLite reports "database is locked" at once,
+    without the busy timeout, when another connection (a web and a clock process starting
+    together) has it open: so wait and look again, for about as long as that timeout.
+    """
+    for attempt in range(_WAL_ATTEMPTS):
+        try:
+            mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+            if mode == "memory":
+                return False
+            if mode != "wal":
+                cursor.execute("PRAGMA journal_mode = WAL")
+            return True
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or attempt == _WAL_ATTEMPTS - 1:
+                raise
+            time.sleep(min(0.01 * 2**attempt, 0.5))
+    raise AssertionError("unreachable")
+
+
 def _configure_sqlite(engine: sa.Engine) -> None:
     """Foreign keys, WAL and a busy timeout on every connection; BEGIN issued by us."""
 
@@ -992,8 +1018,7 @@ def _configure_sqlite(engine: sa.Engine) -> None:
         try:
             cursor.execute("PRAGMA foreign_keys = ON")
             cursor.execute("PRAGMA busy_timeout = 10000")
-            if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "memory":
-                cursor.execute("PRAGMA journal_mode = WAL")
+            if _sqlite_wal(cursor):
                 cursor.execute("PRAGMA synchronous = NORMAL")
         finally:
             cursor.close()
