@@ -8,6 +8,12 @@ the channel's history before anything is posted again, and its thread replies in
 thread (``conversations.replies``) before any reply is. ``pending`` rows carry the deliverer
 that planned them, so rows whose owner died are orphans another deliverer's sweep takes on.
 
+An edit (the episode's content hash changed after ``posted``) claims the row the same way,
+then brings the whole delivery in line: ``chat.update`` on the digest, and under it, part by
+part (``thread:N``, found by their metadata in the thread), an update, a post of a part that
+is missing or a delete of one no longer wanted. Every step is safe to repeat, so a failed or
+crashed edit is simply run again, and ``posted`` gets the new hash only when it is done.
+
 Channels run in parallel, each as its own sequence (paced to about one post per second);
 a semaphore bounds the Slack calls in flight, so a channel waiting out its pace or a
 ``Retry-After`` holds no slot. Ledger writes go through one thread and are grouped into
@@ -26,6 +32,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, Literal, TypeVar
 
 from bot import messages as msg
@@ -72,6 +79,8 @@ class Delivery:
     thread: tuple[Mapping[str, Any], ...] = ()
     content_hash: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    # An episode's date: what orders one channel's new digests across shows.
+    published_at: datetime | None = None
 
     @property
     def ident(self) -> Ident:
@@ -316,7 +325,7 @@ class Deliverer:
     async def _one(self, item: Delivery, row: LedgerRow, report: DeliveryReport) -> None:
         if row.state == "posted":
             if item.content_hash and row.ts and row.content_hash != item.content_hash:
-                await self._update(item, row, report)
+                await self._edit(item, row, row.ts, report)
             else:
                 report.unchanged.append(item.ident)
             return
@@ -344,6 +353,12 @@ class Deliverer:
         if ts is not None:
             await self._mark(row, ts=ts)
             recovered = True
+            if item.content_hash and row.content_hash and row.content_hash != item.content_hash:
+                # An edit that died midway, or an episode that changed since the lost post:
+                # what is in Slack may be any mix of versions, so bring all of it in line.
+                await self._resync(item, row, ts, report)
+                report.recovered.append(item.ident)
+                return
         else:
             ts = await self._post(item, row, report, part="digest", thread_ts=None)
             recovered = False
@@ -371,23 +386,7 @@ class Deliverer:
             return None, None
         done: dict[str, str] = {}
         if look:
-            try:
-                done = await self._call(
-                    item,
-                    report,
-                    lambda: self.outbox.find(item.channel_id, item.key, oldest=None, thread_ts=ts),
-                )
-            except PostFailure as exc:
-                if exc.category in ("channel", "auth"):
-                    await self._mark(row, state="posted", ts=ts, error=f"thread: {exc.error}")
-                    await self._halt(item, exc, report)
-                # Posting the replies blind could double them: keep the digest's ts, give
-                # the row up (still ``posting``) and let a later run read the thread.
-                log.warning("cannot read thread %s in %s: %s", ts, item.channel_id, exc)
-                await self._mark(row, ts=ts, owner=None, error=f"thread: {exc.error}")
-                report.failed[item.ident] = f"cannot check thread: {exc.error}"
-                report.deferred.append(item.ident)
-                raise _Skip from exc
+            done = await self._read_thread(item, row, ts, report)
         last: str | None = None
         for number, reply in enumerate(item.thread):
             part = f"thread:{number}"
@@ -405,29 +404,127 @@ class Deliverer:
                 return last, f"thread reply {number}: {exc.error}"
         return last, None
 
-    async def _update(self, item: Delivery, row: LedgerRow, report: DeliveryReport) -> None:
-        assert row.ts is not None
-        ts = row.ts
+    async def _read_thread(
+        self, item: Delivery, row: LedgerRow, ts: str, report: DeliveryReport
+    ) -> dict[str, str]:
+        """Our parts already under ``ts`` (part → ts); the row is given up if unreadable."""
         try:
-            await self._call(
-                item, report, lambda: self.outbox.update(item.channel_id, ts, item.message)
+            return await self._call(
+                item,
+                report,
+                lambda: self.outbox.find(item.channel_id, item.key, oldest=None, thread_ts=ts),
             )
         except PostFailure as exc:
             if exc.category in ("channel", "auth"):
+                await self._mark(row, state="posted", ts=ts, error=f"thread: {exc.error}")
                 await self._halt(item, exc, report)
-            report.failed[item.ident] = f"update: {exc.error}"
-            if exc.category == "fatal":
-                # The message is gone (deleted) or the edit is refused: stop trying this
-                # version rather than calling Slack again on every poll.
-                now, note = self.clock(), f"update: {exc.error}"
-                await self._db.run(
-                    lambda c: self.ledger.touch_hash(c, row.id, item.content_hash, now, note)
-                )
-            return
+            # Posting the replies blind could double them: keep the digest's ts, give
+            # the row up (still ``posting``) and let a later run read the thread.
+            log.warning("cannot read thread %s in %s: %s", ts, item.channel_id, exc)
+            await self._mark(row, ts=ts, owner=None, error=f"thread: {exc.error}")
+            report.failed[item.ident] = f"cannot check thread: {exc.error}"
+            report.deferred.append(item.ident)
+            raise _Skip from exc
+
+    async def _edit(self, item: Delivery, row: LedgerRow, ts: str, report: DeliveryReport) -> None:
+        """The episode changed after its digest went out: the digest and its thread follow.
+
+        The row is claimed like a first post, so two workers never both add a missing reply;
+        one that dies midway leaves it ``posting`` with its ts and the old hash, and whoever
+        recovers it runs the same edit again (every step is safe to repeat).
+        """
         now = self.clock()
-        # chat.update is idempotent: two workers updating at once cost a call, not a copy.
-        await self._db.run(lambda c: self.ledger.touch_hash(c, row.id, item.content_hash, now))
+        claimed = await self._db.run(lambda c: self.ledger.claim(c, row, self.owner, now))
+        if not claimed:
+            report.busy.append(item.ident)
+            return
+        await self._resync(item, row, ts, report)
         report.updated.append(item.ident)
+
+    async def _resync(
+        self, item: Delivery, row: LedgerRow, ts: str, report: DeliveryReport
+    ) -> None:
+        """Make the claimed row's digest and thread show ``item``: update the digest, then
+        each reply to match ``item.thread`` part by part (update, post or delete), then mark
+        the row ``posted`` with the new hash. A failure leaves the old hash, so the next
+        poll edits again, unless Slack refused this version for good."""
+        channel = item.channel_id
+        digest_meta = metadata_for(item.key, item.kind, "digest", item.metadata)
+        try:
+            await self._call(
+                item,
+                report,
+                lambda: self.outbox.update(channel, ts, item.message, metadata=digest_meta),
+            )
+        except PostFailure as exc:
+            await self._edit_failed(item, row, ts, exc, "update", report)
+        # Nothing to post and no reply on record (a failed edit records its parent's ts):
+        # the thread is empty, no need to read it.
+        empty = not item.thread and row.state == "posted" and row.thread_ts is None
+        done = {} if empty else await self._read_thread(item, row, ts, report)
+        last: str | None = None
+        number = -1
+        try:
+            for number, reply in enumerate(item.thread):
+                part = f"thread:{number}"
+                if part in done:
+                    meta = metadata_for(item.key, item.kind, part, item.metadata)
+                    last = done[part]
+                    await self._call(
+                        item,
+                        report,
+                        partial(self.outbox.update, channel, last, reply, metadata=meta),
+                    )
+                else:
+                    last = await self._post_once(item, reply, part, ts, report)
+            for part, reply_ts in sorted(done.items()):
+                index = part.removeprefix("thread:")
+                if index.isdigit() and int(index) >= len(item.thread):
+                    number = int(index)
+                    await self._call(item, report, partial(self.outbox.delete, channel, reply_ts))
+        except PostFailure as exc:
+            # A reply may have landed (or still be there): make sure the next try reads.
+            await self._edit_failed(
+                item, row, ts, exc, f"thread reply {number}", report, thread_ts=last or ts
+            )
+        await self._mark(
+            row,
+            state="posted",
+            ts=ts,
+            thread_ts=last,
+            content_hash=item.content_hash or None,
+            error=None,
+        )
+
+    async def _edit_failed(
+        self,
+        item: Delivery,
+        row: LedgerRow,
+        ts: str,
+        exc: PostFailure,
+        what: str,
+        report: DeliveryReport,
+        **values: object,
+    ) -> None:
+        note = f"{what}: {exc.error}"
+        if exc.category in ("channel", "auth"):
+            await self._mark(row, state="posted", ts=ts, error=note, **values)
+            await self._halt(item, exc, report)
+        if exc.category == "fatal":
+            # The message is gone (deleted) or the edit is refused: stop trying this
+            # version rather than calling Slack again on every poll.
+            new_hash = item.content_hash or None
+            await self._mark(
+                row, state="posted", ts=ts, content_hash=new_hash, error=note, **values
+            )
+            log.error("Slack refused the edit of %s: %s", item.ident, note)
+        else:
+            # Still the old hash: the next poll offers the edit again, and every step of it
+            # is safe to repeat (a reply that may have landed is looked for first).
+            await self._mark(row, state="posted", ts=ts, error=note, **values)
+            report.deferred.append(item.ident)
+        report.failed[item.ident] = note
+        raise _Skip from exc
 
     async def _post(
         self,

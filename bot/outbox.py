@@ -128,7 +128,13 @@ class Outbox(Protocol):
         """Post; returns the message ``ts``. Raises :class:`PostFailure`."""
         ...
 
-    async def update(self, channel: str, ts: str, message: Message) -> None: ...
+    async def update(
+        self, channel: str, ts: str, message: Message, *, metadata: Mapping[str, Any] | None = None
+    ) -> None: ...
+
+    async def delete(self, channel: str, ts: str) -> None:
+        """Delete one of our messages; one already gone counts as deleted."""
+        ...
 
     async def find(
         self, channel: str, key: str, *, oldest: datetime | None, thread_ts: str | None = None
@@ -237,15 +243,29 @@ class SlackOutbox:
             raise classify("chat.postMessage", exc) from exc
         return str(response.get("ts") or "")
 
-    async def update(self, channel: str, ts: str, message: Message) -> None:
+    async def update(
+        self, channel: str, ts: str, message: Message, *, metadata: Mapping[str, Any] | None = None
+    ) -> None:
         kwargs: dict[str, Any] = {"channel": channel, "ts": ts, "text": message.get("text", "")}
         if message.get("blocks"):
             kwargs["blocks"] = message["blocks"]
+        if metadata:
+            # Sent again so the edited message still names its ledger key and part.
+            kwargs["metadata"] = dict(metadata)
         self._ready()
         try:
             await self.post_client.chat_update(**kwargs)
         except Exception as exc:
             raise classify("chat.update", exc) from exc
+
+    async def delete(self, channel: str, ts: str) -> None:
+        self._ready()
+        try:
+            await self.post_client.chat_delete(channel=channel, ts=ts)
+        except Exception as exc:
+            failure = classify("chat.delete", exc)
+            if failure.error != "message_not_found":
+                raise failure from exc
 
     async def find(
         self, channel: str, key: str, *, oldest: datetime | None, thread_ts: str | None = None
@@ -335,8 +355,15 @@ class PrintOutbox:
         self._posted.setdefault(channel, []).append((ts, metadata))
         return ts
 
-    async def update(self, channel: str, ts: str, message: Message) -> None:
+    async def update(
+        self, channel: str, ts: str, message: Message, *, metadata: Mapping[str, Any] | None = None
+    ) -> None:
         self._write(f"── would update {ts} in #{channel}", message)
+
+    async def delete(self, channel: str, ts: str) -> None:
+        self.stream.write(f"── would delete {ts} in #{channel}\n\n")
+        self.stream.flush()
+        self._posted[channel] = [(t, m) for t, m in self._posted.get(channel, []) if t != ts]
 
     async def find(
         self, channel: str, key: str, *, oldest: datetime | None, thread_ts: str | None = None

@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, TextIO, TypeVar
 
 import httpx
@@ -212,9 +212,24 @@ def plan(
                 thread=thread,
                 content_hash=d.episode.content_hash(),
                 metadata={"show": show, "guid": d.episode.guid[:200]},
+                published_at=d.episode.published_at,
             )
         )
     return due, items
+
+
+def in_date_order(items: Iterable[Delivery]) -> list[Delivery]:
+    """Episode deliveries by (published, show, key): the order each channel gets them in.
+
+    The deliverer works through each channel's items in list order, one at a time, so
+    sorting the whole list orders every channel; items with no date keep their place first.
+    """
+
+    def order(item: Delivery) -> tuple[bool, datetime, str, str]:
+        when = item.published_at or datetime.min.replace(tzinfo=UTC)
+        return (item.published_at is not None, when, str(item.metadata.get("show", "")), item.key)
+
+    return sorted(items, key=order)
 
 
 def notice_deliveries(notice: Notice, subscriptions: Iterable[Subscription]) -> list[Delivery]:
@@ -262,8 +277,9 @@ async def run_once(
             notices = notice_deliveries(result.notice, active) if result.notice else []
             if result.status == "failed" or not active:
                 return notices, []
-            recent = store.recent(max(CANDIDATES, settings.backfill), [show.name])
-            candidates = candidate_episodes(recent, result.changed, limit=CANDIDATES)
+            limit = max(CANDIDATES, settings.backfill)
+            recent = store.recent(limit, [show.name])
+            candidates = candidate_episodes(recent, result.changed, limit=limit)
             _, items = plan(settings, show.name, candidates, active, ledger, renderer)
             return notices, items
 
@@ -298,7 +314,9 @@ async def run_once(
             *(one(s) for s in (shows if shows is not None else settings.shows))
         )
         notices = [n for _, ns, _ in outcomes for n in ns]
-        items = [i for _, _, its in outcomes for i in its]
+        # Planned show by show; posted oldest first across shows, so in a channel that
+        # follows several the newest digest ends up at the bottom.
+        items = in_date_order(i for _, _, its in outcomes for i in its)
         report.polls = [p for p, _, _ in outcomes]
         report.due = len(items)
         report.delivery = await deliverer.deliver([*notices, *items])
@@ -419,11 +437,12 @@ class Sweeper:
                     for s in self.store.subscriptions(show=show)
                     if not s.paused and s.team_id not in self.deliverer.stopped_teams
                 ]
-                recent = self.store.recent(max(CANDIDATES, self.settings.backfill), [show])
-                candidates = candidate_episodes(recent, [], limit=CANDIDATES)
+                limit = max(CANDIDATES, self.settings.backfill)
+                recent = self.store.recent(limit, [show])
+                candidates = candidate_episodes(recent, [], limit=limit)
                 _, planned = plan(self.settings, show, candidates, subs, ledger, self.renderer)
                 items += [i for i in planned if i.ident in idents]
-            return items
+            return in_date_order(items)
 
         items = await _db(replan)
         wanted = {i.ident for i in items}

@@ -24,7 +24,8 @@ Action = Literal["post", "update"]
 # deliverer's claim protocol resolves whether the earlier attempt landed.
 UNFINISHED: frozenset[str] = frozenset({"pending", "posting", "paused"})
 
-# New digests one channel may get in one poll (the newest ones).
+# New digests one channel may get in one poll (the newest ones), unless the configured
+# backfill asks for more.
 CATCH_UP = 10
 
 # A single failed fetch is routine (a deploy, a blip); channels hear about a feed only once
@@ -119,16 +120,17 @@ def decide(
       so its first poll never floods it with the archive, plus those published after the
       subscription was made (keyword channels whose first match arrives together with
       another one);
-    - but at most ``catch_up`` new posts per channel in one go, the newest: a channel
-      resumed after weeks archived gets the latest few, not a wall of digests, and the
-      older ones stay passed over for good, being older than what it then has (a
-      ``backfill`` above ``catch_up`` is capped the same way, never posted late).
+    - but at most ``catch_up`` (or ``backfill``, when larger: a first poll gets all it
+      asked for) new posts per channel in one go, the newest: a channel resumed after
+      weeks archived gets the latest few, not a wall of digests, and the older ones stay
+      passed over for good, being older than what it then has.
     """
     candidates = [e for e in episodes if e.show == show]
     if not candidates:
         return []
     hashes = {e.guid: e.content_hash() for e in candidates}
     newest = _newest(candidates, backfill)
+    cap = max(catch_up, backfill)
     ordered = sorted(candidates, key=lambda e: (e.published_at, e.guid))
     due: list[Due] = []
     for sub in subscriptions:
@@ -159,7 +161,7 @@ def decide(
                 new_keys.append(key)
             if action is not None:
                 mine.append(Due(sub.team_id, sub.channel_id, show, episode, action, key))
-        dropped = set(new_keys[: max(0, len(new_keys) - catch_up)])
+        dropped = set(new_keys[: max(0, len(new_keys) - cap)])
         due.extend(d for d in mine if d.key not in dropped)
     return due
 

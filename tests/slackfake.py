@@ -14,8 +14,8 @@ may arrive as JSON strings inside a form; they are decoded. Token from
 
 Methods: ``auth.test`` (team_id ``T0TEST``, user_id ``U0BOT``, bot_id ``B0BOT``),
 ``chat.postMessage`` (ts unique and increasing, from the wall clock), ``chat.postEphemeral``,
-``chat.update``, ``chat.unfurl``, ``views.publish``, ``conversations.history`` (messages this
-fake recorded in the channel, newest first; thread replies left out like Slack does),
+``chat.update``, ``chat.delete``, ``chat.unfurl``, ``views.publish``, ``conversations.history``
+(messages this fake recorded in the channel, newest first; thread replies left out like Slack does),
 ``conversations.replies`` (a thread, parent first; ``thread_not_found``) — both honour
 ``limit``, ``cursor`` (``response_metadata.next_cursor``), ``oldest``, ``latest``,
 ``inclusive``, and include ``metadata`` only with ``include_all_metadata`` —
@@ -85,6 +85,7 @@ _CHANNEL_METHODS = {
     "chat.postMessage",
     "chat.postEphemeral",
     "chat.update",
+    "chat.delete",
     "chat.unfurl",
     "conversations.history",
     "conversations.replies",
@@ -441,6 +442,16 @@ class SlackFake(BackgroundServer):
                 }
         return {"ok": False, "error": "message_not_found"}
 
+    def _delete(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = str(params["channel"])
+        ts = str(params.get("ts", ""))
+        messages = self._messages.get(channel, [])
+        for index, message in enumerate(messages):
+            if message["ts"] == ts:
+                del messages[index]
+                return {"ok": True, "channel": channel, "ts": ts}
+        return {"ok": False, "error": "message_not_found"}
+
     def _unfurl(self, params: dict[str, Any]) -> dict[str, Any]:
         if not params.get("unfurls"):
             return {"ok": False, "error": "invalid_unfurls_format"}
@@ -526,6 +537,7 @@ _METHODS = {
     "chat.postMessage": SlackFake._post_message,
     "chat.postEphemeral": SlackFake._post_ephemeral,
     "chat.update": SlackFake._update,
+    "chat.delete": SlackFake._delete,
     "chat.unfurl": SlackFake._unfurl,
     "views.publish": SlackFake._views_publish,
     "conversations.history": SlackFake._history,

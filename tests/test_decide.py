@@ -215,6 +215,37 @@ def test_catch_up_cap(ledger: dict[str, LedgerEntry], catch_up: int, expected: l
     assert [d.episode.guid for d in result] == expected
 
 
+MANY_40 = [
+    ep(1).model_copy(update={"guid": f"n{n:02d}", "published_at": T0 - timedelta(days=40 - n)})
+    for n in range(40)
+]
+
+
+def newest_of_40(count: int) -> list[str]:
+    return [f"n{n:02d}" for n in range(40 - count, 40)]
+
+
+@pytest.mark.parametrize(
+    ("ledger", "backfill", "expected"),
+    [
+        # A channel's first poll gets exactly ``backfill`` newest, whatever the catch-up cap.
+        pytest.param({}, 1, newest_of_40(1), id="first poll, backfill 1"),
+        pytest.param({}, 10, newest_of_40(10), id="first poll, backfill at the cap"),
+        pytest.param({}, 15, newest_of_40(15), id="first poll, backfill 15"),
+        pytest.param({}, 50, newest_of_40(40), id="first poll, backfill 50: all there are"),
+        # Back after a long pause: the cap, raised to the backfill when that is larger.
+        pytest.param(posted(MANY_40[0]), 1, newest_of_40(10), id="catch-up, backfill 1: 10"),
+        pytest.param(posted(MANY_40[0]), 15, newest_of_40(15), id="catch-up, backfill 15: 15"),
+        pytest.param(posted(MANY_40[0]), 0, newest_of_40(10), id="catch-up, backfill 0: 10"),
+    ],
+)
+def test_per_poll_cap_is_at_least_the_backfill(
+    ledger: dict[str, LedgerEntry], backfill: int, expected: list[str]
+) -> None:
+    result = decide(SHOW, MANY_40, [sub()], {("T1", "C1"): ledger}, backfill=backfill)
+    assert [d.episode.guid for d in result] == expected
+
+
 LONG_AGO = datetime(2026, 9, 1, tzinfo=UTC)
 DAYS_6_TO_15 = [f"g{d}" for d in range(6, 16)]
 
@@ -222,7 +253,7 @@ DAYS_6_TO_15 = [f"g{d}" for d in range(6, 16)]
 @pytest.mark.parametrize(
     ("ledger", "backfill", "created_at", "expected"),
     [
-        pytest.param({}, 15, None, DAYS_6_TO_15, id="backfill 15 above the cap: newest 10"),
+        pytest.param({}, 15, None, [g.guid for g in MANY], id="backfill 15 above the cap: all 15"),
         pytest.param(posted(*MANY[5:]), 15, None, [], id="next run: days 1-5 stay passed over"),
         pytest.param(
             {**posted(*MANY[5:14]), **posted(MANY[14], state="pending")},

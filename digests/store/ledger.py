@@ -331,21 +331,6 @@ class Ledger:
         )
         return result.rowcount == 1
 
-    def touch_hash(
-        self,
-        conn: sa.Connection,
-        row_id: int,
-        content_hash: str,
-        now: datetime,
-        error: str | None = None,
-    ) -> None:
-        """After a ``chat.update`` (or giving up on one): the version the row is done with."""
-        conn.execute(
-            sa.update(deliveries)
-            .where(deliveries.c.id == row_id, deliveries.c.state == "posted")
-            .values(content_hash=content_hash, updated_at=now, error=error)
-        )
-
     def owner_alive(self, owner: str | None) -> bool:
         """Is the process that claimed a row still running? (See the module docstring.)"""
         if owner is None:
