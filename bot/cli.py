@@ -49,7 +49,11 @@ def _parser() -> argparse.ArgumentParser:
     _show_options(render)
 
     recap = sub.add_parser("recap", help="the weekly recap (Block Kit JSON or text)")
-    recap.add_argument("--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W41 (default: last)")
+    recap.add_argument(
+        "--week",
+        metavar="WEEK",
+        help="2026-W41, w41, last, this or a day in the week (default: last complete week)",
+    )
     recap.add_argument("--show", metavar="NAME", action="append", help="only this show")
     recap.add_argument("--format", choices=("blocks", "text"), default="blocks")
     recap.add_argument("--post", action="store_true", help="post it to --channel")
@@ -95,9 +99,18 @@ def _dispatch(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
             json.dump([e.to_json() for e in episodes], out, indent=2, ensure_ascii=False)
             out.write("\n")
         else:
+            from digests.extract import UNKNOWN_DATE
+
             for episode in episodes:
                 prs = len(episode.pull_requests)
-                out.write(f"{episode.published_at:%Y-%m-%d}  {episode.headline}  ({prs} PRs)\n")
+                # The JSON keeps the contract's ISO date (the sentinel); people read a word.
+                when = (
+                    "undated"
+                    if episode.published_at == UNKNOWN_DATE
+                    else f"{episode.published_at:%Y-%m-%d}"
+                )
+                count = f"{prs} PR" if prs == 1 else f"{prs} PRs"
+                out.write(f"{when:<10}  {episode.headline}  ({count})\n")
         return 0
     if command == "render":
         episodes = _episodes_from(settings, args.source, args.show, args.repo)

@@ -10,9 +10,9 @@ Exactly once: each channel's recap is a ``Delivery`` of kind ``"recap"`` keyed
 ``"<year>-W<ww>"``, so the ledger makes restarts, retries, catch-ups and a second clock
 post it at most once. Missed runs: APScheduler keeps jobs in memory, so a clock that was
 down at 09:00 would never see the misfire; the job is therefore added with its
-``next_run_time`` set to the latest scheduled time, and APScheduler's own misfire rule
-runs it at start when that time is within ``RECAP_GRACE``, or skips to next week when it
-is not (a week-old recap is noise).
+``next_run_time`` set to the latest scheduled time when that is within ``RECAP_GRACE``
+(APScheduler runs it at start), else to the next one (a week-old recap is noise, and so
+is APScheduler's "missed by 6 days" warning at every start).
 """
 
 from __future__ import annotations
@@ -248,18 +248,27 @@ def recap_job(
         await post_recaps(settings, store, deliverer, renderer, clock())
 
     def add(scheduler: AsyncIOScheduler) -> None:
+        now = clock()
+        trigger = recap_trigger(settings)
+        due = last_fire_time(settings, now)
+        if now - due > grace:
+            # Long past: APScheduler would skip it too, but with a warning at every start
+            # ("was missed by 6 days"). Start from the next one and say so once, quietly.
+            later = trigger.get_next_fire_time(due, now)
+            log.info("weekly recap due %s was missed; the next is due %s", due, later)
+            due = later if later is not None else due
         scheduler.add_job(
             run,
-            trigger=recap_trigger(settings),
+            trigger=trigger,
             id=RECAP_JOB_ID,
             name="weekly recap",
             replace_existing=True,
             coalesce=True,
             max_instances=1,
             misfire_grace_time=int(grace.total_seconds()),
-            # The run this process may have missed while it was down; APScheduler runs it
-            # now if it is within the grace time, else moves on to the next one.
-            next_run_time=last_fire_time(settings, clock()),
+            # The run this process may have missed while it was down, within the grace
+            # time: APScheduler runs it now.
+            next_run_time=due,
         )
 
     return add

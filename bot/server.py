@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
+import socket
 from collections.abc import Iterator
 
 import uvicorn
@@ -17,6 +19,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from config.settings import Settings
+from digests.errors import ConfigError, PortInUse
 from digests.store import Store
 
 log = logging.getLogger(__name__)
@@ -76,16 +79,45 @@ def make_server(
     return _Server(config)
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here rather than by uvicorn: a taken port is then one
+    line and exit code 2 (uvicorn logs a traceback and exits 3), raised before anything
+    else has started."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        # Lets a restart rebind while old connections sit in TIME_WAIT; a live listener
+        # still refuses the bind.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        if err.errno == errno.EADDRINUSE:
+            raise PortInUse(port) from None
+        raise ConfigError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+    return sock
+
+
 async def serve(
-    settings: Settings, asgi_app: ASGIApp, *, host: str = "0.0.0.0", port: int | None = None
+    settings: Settings,
+    asgi_app: ASGIApp,
+    *,
+    host: str = "0.0.0.0",
+    port: int | None = None,
+    sock: socket.socket | None = None,
 ) -> None:
     """Serve until this coroutine is cancelled; returns (or re-raises the cancellation)
-    only after uvicorn has shut down gracefully and closed its socket."""
+    only after uvicorn has shut down gracefully and closed its socket. ``sock``: an
+    already bound socket (from :func:`listen`) instead of ``host``/``port``."""
     server = make_server(settings, asgi_app, host=host, port=port)
-    task = asyncio.ensure_future(server.serve())
+    if sock is None:
+        sock = listen(host, server.config.port)
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
     try:
         await asyncio.shield(task)
     except asyncio.CancelledError:
         server.should_exit = True
         await task
         raise
+    finally:
+        sock.close()

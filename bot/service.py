@@ -7,7 +7,10 @@ import contextlib
 import json
 import logging
 import signal
+import socket
+from datetime import datetime
 from typing import TextIO
+from zoneinfo import ZoneInfo
 
 from bot.runtime import open_store, resolve_team_id, sync_config_channels, utcnow
 from config.settings import Settings
@@ -41,8 +44,16 @@ async def run_once(settings: Settings, out: TextIO) -> object:
         store.close()
 
 
-async def _web(settings: Settings, stop: asyncio.Event) -> None:
-    """The Bolt app over HTTP (or Socket Mode with an app token) until ``stop`` is set."""
+def _listen(settings: Settings) -> socket.socket | None:
+    """The HTTP socket, bound before anything starts (None in Socket Mode)."""
+    from bot.server import listen
+
+    return None if settings.slack_app_token else listen("0.0.0.0", settings.port)
+
+
+async def _web(settings: Settings, stop: asyncio.Event, sock: socket.socket | None) -> None:
+    """The Bolt app over HTTP on ``sock`` (or Socket Mode with an app token) until ``stop``
+    is set."""
     from bot.app import build_app
     from bot.server import build_asgi, serve
 
@@ -60,12 +71,17 @@ async def _web(settings: Settings, stop: asyncio.Event) -> None:
                 await handler.close_async()
             return
         log.warning("serving Slack requests on port %s at /slack/events", settings.port)
-        server = asyncio.ensure_future(serve(settings, build_asgi(app, store)))
-        await stop.wait()
+        server = asyncio.ensure_future(serve(settings, build_asgi(app, store), sock=sock))
+        stopping = asyncio.ensure_future(stop.wait())
+        # The server ending on its own (an error) ends the web part too.
+        await asyncio.wait((server, stopping), return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
         server.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await server
     finally:
+        if sock is not None:
+            sock.close()
         store.close()
 
 
@@ -87,7 +103,8 @@ async def run_web(settings: Settings) -> None:
         raise ConfigError(
             "serve needs SLACK_SIGNING_SECRET (HTTP) or SLACK_APP_TOKEN (Socket Mode)"
         )
-    await _web(settings, _stop_on_signals())
+    sock = _listen(settings)
+    await _web(settings, _stop_on_signals(), sock)
 
 
 async def run_clock(settings: Settings) -> None:
@@ -100,10 +117,12 @@ async def run_all(settings: Settings) -> None:
     """One process: the web app (when Slack credentials are set) beside the clock."""
     from bot.scheduler import run_clock as clock
 
+    web = _can_serve(settings)
+    sock = _listen(settings) if web else None
     stop = _stop_on_signals()
     tasks = [asyncio.ensure_future(clock(settings, stop=stop))]
-    if _can_serve(settings):
-        tasks.append(asyncio.ensure_future(_web(settings, stop)))
+    if web:
+        tasks.append(asyncio.ensure_future(_web(settings, stop, sock)))
     else:
         log.warning("no SLACK_SIGNING_SECRET or SLACK_APP_TOKEN: running the scheduler only")
     done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
@@ -112,6 +131,20 @@ async def run_all(settings: Settings) -> None:
     for task in done:
         if (error := task.exception()) is not None:
             raise error
+
+
+def recap_week(value: str | None, now: datetime, tz: ZoneInfo) -> tuple[int, int]:
+    """The ISO week ``digestbot recap --week VALUE`` means, read like ``/episodes week``
+    (``2026-W41``, ``w41``, ``last``, ``this``, a date); none given: the last complete
+    week in ``tz``, whatever the time of day (unlike the scheduled recap, which waits for
+    its hour)."""
+    from bot.commands.parse import Week, parse_command
+
+    today = now.astimezone(tz).date()
+    command = parse_command(f"week {value or 'last'}", (), today)
+    if not isinstance(command, Week) or command.year is None or command.number is None:
+        raise ConfigError(f"--week {value!r} is not a week; write it like 2026-W41")
+    return command.year, command.number
 
 
 async def recap(
@@ -125,8 +158,7 @@ async def recap(
     channel: str | None,
 ) -> int:
     """``digestbot recap``: print the week's recap, or post it to one channel (once)."""
-    from bot.recap import covered_week
-    from digests.recap import aggregate, parse_week, week_bounds
+    from digests.recap import aggregate, week_bounds
     from digests.render.recap import recap_text, render_recap
 
     if post and not channel:
@@ -139,7 +171,7 @@ async def recap(
             raise ConfigError(f"unknown show {name!r} (configured: {known})")
         names.append(show.name)
     names = names or [s.name for s in settings.shows]
-    year, number = parse_week(week) if week else covered_week(settings, utcnow())
+    year, number = recap_week(week, utcnow(), settings.tz)
     store = await asyncio.to_thread(open_store, settings)
     try:
         renderer = Renderer(settings.templates_dir, tz=settings.tz)

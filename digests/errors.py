@@ -64,6 +64,14 @@ class FeedParseError(DigestError):
         super().__init__(f"cannot parse {self.source}: {self.reason}")
 
 
+class PortInUse(ConfigError):
+    """The HTTP port is taken by another process."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(f"port {port} is already in use (set PORT)")
+        self.port = port
+
+
 class EpisodeNotFound(DigestError):
     """A requested episode is not in the source or the store."""
 

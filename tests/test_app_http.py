@@ -392,7 +392,7 @@ def test_status_shows_fetch_state_and_paused_subscriptions(slack_app: RunningApp
         "failures in a row: 1\nNext poll: 2026-10-07 09:15 UTC"
     )
     assert sections[2].startswith("*Paused subscriptions in this channel*\n• *PyTorch*")
-    assert "paused since 2026-10-07 09:01 UTC: is_archived" in sections[2]
+    assert "paused since 2026-10-07 09:01 UTC: the channel is archived" in sections[2]
 
 
 def test_status_of_a_never_polled_show(slack_app: RunningApp) -> None:

@@ -10,12 +10,15 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from slack_sdk.models.blocks import Block
 
+from bot.service import recap_week
 from tests.feedserver import FeedServer
 from tests.slackfake import SlackFake
 
@@ -119,6 +122,26 @@ def test_parse_json_from_episode_pages(page: str) -> None:
     assert episode["duration_seconds"] and episode["duration_seconds"] > 0
     assert episode["published_at"].endswith("Z") or episode["published_at"].endswith("+00:00")
     assert episode["headline"] and not episode["headline"].startswith("PyTorch:")
+
+
+def test_parse_text_says_undated_for_an_episode_without_a_date(tmp_path: Path) -> None:
+    feed = tmp_path / "feed.xml"
+    feed.write_text(
+        '<?xml version="1.0"?><rss version="2.0"><channel><title>PyTorch</title>'
+        "<item><title>PyTorch: Dated</title><guid>a</guid>"
+        "<pubDate>Mon, 05 Oct 2026 13:00:00 GMT</pubDate><description>PR 1.</description></item>"
+        "<item><title>PyTorch: No Date</title><guid>b</guid><description>PR 2.</description>"
+        "</item></channel></rss>"
+    )
+    text = cli("parse", str(feed))
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines() == [
+        "2026-10-05  Dated  (1 PR)",
+        "undated     No Date  (1 PR)",
+    ]
+    # The JSON contract keeps an ISO 8601 date for every episode.
+    undated = json.loads(cli("parse", str(feed), "--json").stdout)[1]
+    assert undated["published_at"] == "1970-01-01T00:00:00Z"
 
 
 def test_parse_the_real_samples_when_present() -> None:
@@ -288,6 +311,34 @@ def test_recap_of_a_week_as_text_and_blocks(tmp_path: Path) -> None:
         Block.parse(block).validate_json()  # type: ignore[union-attr]
     assert "2026-W99" in one_line_error(cli("recap", "--week", "2026-W99", env=env, cwd=tmp_path))
     assert "--channel" in one_line_error(cli("recap", "--post", env=env, cwd=tmp_path))
+    # The slash command's week forms work here too.
+    short = cli("recap", "--week", "w40", "--format", "text", env=env, cwd=tmp_path)
+    assert short.returncode == 0, short.stderr
+    assert "week 40" in short.stdout
+    assert "w60" in one_line_error(cli("recap", "--week", "w60", env=env, cwd=tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("now", "value", "week"),
+    [
+        # Monday before the 09:00 recap: still the week that just ended, not the one before.
+        (datetime(2026, 11, 30, 7, 0, tzinfo=UTC), None, (2026, 48)),
+        (datetime(2026, 11, 30, 12, 0, tzinfo=UTC), None, (2026, 48)),
+        (datetime(2026, 11, 29, 22, 0, tzinfo=UTC), None, (2026, 47)),  # Sunday 23:00
+        # Sunday 23:30 UTC is Monday in Berlin: week 48 is complete there.
+        (datetime(2026, 11, 29, 23, 30, tzinfo=UTC), None, (2026, 48)),
+        (datetime(2026, 11, 30, 7, 0, tzinfo=UTC), "w48", (2026, 48)),
+        (datetime(2026, 11, 30, 7, 0, tzinfo=UTC), "W41", (2026, 41)),
+        (datetime(2026, 11, 30, 7, 0, tzinfo=UTC), "2025-W41", (2025, 41)),
+        (datetime(2026, 11, 30, 7, 0, tzinfo=UTC), "this", (2026, 49)),
+        (datetime(2026, 11, 30, 7, 0, tzinfo=UTC), "last", (2026, 48)),
+        (datetime(2026, 11, 30, 7, 0, tzinfo=UTC), "2026-10-05", (2026, 41)),
+    ],
+)
+def test_recap_week_default_and_forms(
+    now: datetime, value: str | None, week: tuple[int, int]
+) -> None:
+    assert recap_week(value, now, ZoneInfo("Europe/Berlin")) == week
 
 
 def test_recap_post_lands_once(tmp_path: Path, slack_fake: SlackFake, db_url: str) -> None:

@@ -481,7 +481,8 @@ def test_html_page_with_json_ld() -> None:
     assert episode.published_at == datetime(2026, 10, 5, 13, 0, 40, tzinfo=UTC)
     assert episode.duration_seconds == 151
     assert episode.url == "https://briefings.example/pytorch/2026-10-05"
-    assert episode.guid == episode.url
+    # No guid of its own: the page's URL plus the episode's day.
+    assert episode.guid == episode.url + "#2026-10-05"
     assert episode.audio_url == "https://briefings.example/audio/2026-10-05.mp3"
     assert numbers(episode) == [199720, 199721, 199726, 199687]
     assert episode.nearby == (
@@ -707,10 +708,46 @@ def test_permalink_guid_stands_in_for_a_missing_link(guid: str, url: str | None)
 def test_text_page_from_a_url_is_identified_by_it() -> None:
     data = (DATA / "page-dashes.txt").read_bytes()
     (from_url,) = parse_bytes(data, "https://briefings.example/p/1").entries
-    assert from_url.link == from_url.guid == "https://briefings.example/p/1"
+    assert from_url.link == "https://briefings.example/p/1"
+    assert from_url.guid == "https://briefings.example/p/1#2026-10-05"
     (from_file,) = parse_bytes(data, "/tmp/page.txt").entries
     assert from_file.link is None
     assert from_file.guid is not None and from_file.guid.startswith("sha1:")
+
+
+def test_a_page_moving_on_to_the_next_episode_gets_a_new_guid() -> None:
+    """Same URL, next day's episode: a new guid; same day, corrected title: the same one."""
+    data = (DATA / "page-dashes.txt").read_text()
+    url = "https://briefings.example/latest"
+    (today,) = parse_bytes(data.encode(), url).entries
+    retitled = data.replace(data.splitlines()[0], "PyTorch: A Corrected Headline", 1)
+    (corrected,) = parse_bytes(retitled.encode(), url).entries
+    nextday = data.replace("2026-10-05T13:00:40Z", "2026-10-06T13:00:12Z")
+    (tomorrow,) = parse_bytes(nextday.encode(), url).entries
+    assert corrected.title != today.title
+    assert corrected.guid == today.guid == url + "#2026-10-05"
+    assert tomorrow.guid == url + "#2026-10-06"
+    undated = "\n".join(line for line in data.splitlines() if not line.startswith("- Published"))
+    (first,) = parse_bytes(undated.encode(), url).entries
+    (second,) = parse_bytes(undated.replace("PyTorch:", "PyTorch: New", 1).encode(), url).entries
+    assert first.guid is not None and first.guid.startswith(url + "#")
+    assert second.guid != first.guid
+
+
+def test_html_page_at_one_url_is_keyed_by_day() -> None:
+    def page(day: str, title: str) -> bytes:
+        return (
+            f"<html><head><title>PyTorch: {title}</title>"
+            f'<meta property="article:published_time" content="{day}T13:00:00Z"></head>'
+            f"<body><h1>PyTorch: {title}</h1><p>PR 1 lands.</p></body></html>"
+        ).encode()
+
+    url = "https://briefings.example/latest"
+    (one,) = parse_bytes(page("2026-10-05", "One"), url).entries
+    (fixed,) = parse_bytes(page("2026-10-05", "One, fixed"), url).entries
+    (two,) = parse_bytes(page("2026-10-06", "Two"), url).entries
+    assert one.guid == fixed.guid == url + "#2026-10-05"
+    assert two.guid == url + "#2026-10-06"
 
 
 def test_text_page_url_and_guid_lines_win() -> None:

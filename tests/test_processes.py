@@ -152,3 +152,23 @@ def test_serve_without_slack_credentials_is_one_line(environment: dict[str, str]
     assert result.stderr.strip().splitlines() == [
         "digestbot: error: serve needs SLACK_SIGNING_SECRET (HTTP) or SLACK_APP_TOKEN (Socket Mode)"
     ]
+
+
+@pytest.mark.parametrize("command", ["serve", "run"])
+def test_a_port_in_use_is_one_line(environment: dict[str, str], command: str) -> None:
+    port = int(environment["PORT"])
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", port))
+        taken.listen()
+        result = subprocess.run(
+            [sys.executable, "-m", "bot", command],
+            env=environment,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"digestbot: error: port {port} is already in use (set PORT)"
+    ]

@@ -401,9 +401,15 @@ def test_thread_reply_lists_the_prs_the_digest_cut(renderer: Renderer, count: in
     assert pr_numbers(digest) == [1000 + i for i in range(8)]
     assert pr_numbers(*replies) == [1000 + i for i in range(8, count)]
     heading = replies[0]["blocks"][0]["text"]["text"]
-    assert heading == f"*More PRs* (9–{count} of {count})"
+    if count == 9:
+        assert heading == "*One more PR* (9 of 9)"
+    else:
+        assert heading == f"*More PRs* (9–{count} of {count})"
     assert "*Transcript excerpt*" in json.dumps(replies)
-    assert replies[0]["text"] == "PRs and transcript: All-Gather Showdown and Stack-Aware Merges"
+    noun = "PR" if count == 9 else "PRs"
+    assert (
+        replies[0]["text"] == f"{noun} and transcript: All-Gather Showdown and Stack-Aware Merges"
+    )
 
 
 def test_a_sentence_split_by_the_cut_keeps_every_pr_once(renderer: Renderer) -> None:

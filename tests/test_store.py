@@ -528,6 +528,9 @@ def test_pause_and_resume_channel(store: Store) -> None:
         "http://example.test/pytorch/2026-10-02",
         "https://example.test/pytorch/2026-10-02#t=30",
         "  https://example.test/pytorch/2026-10-02  ",
+        "https://example.test/pytorch/2026-10-02?utm_source=share",
+        "https://example.test/pytorch/2026-10-02/?utm_source=x&b=2#t=30",
+        "http://example.test/pytorch/2026-10-02?utm_source=x",
     ],
 )
 def test_episode_by_url_accepts_pasted_spellings(filled_store: Store, url: str) -> None:
@@ -543,6 +546,21 @@ def test_episode_by_url_prefers_the_exact_url(store: Store) -> None:
     assert found is not None and found.guid == slash.guid
     assert store.episode_by_url("") is None
     assert store.episode_by_url("https://example.test/e") is None
+
+
+def test_episode_by_url_keeps_a_query_the_feed_has(store: Store) -> None:
+    """A feed whose links differ only by their query: the exact one wins, and the query is
+    dropped only when nothing else matches."""
+    one = make_episode(1, url="https://example.test/play?id=1")
+    two = make_episode(2, url="https://example.test/play?id=2")
+    page = make_episode(3, url="https://example.test/page")
+    store.upsert_episodes([one, two, page], SAMPLE_NOW)
+    found = store.episode_by_url("https://example.test/play?id=1")
+    assert found is not None and found.guid == one.guid
+    tracked = store.episode_by_url("https://example.test/page?utm_source=share#x")
+    assert tracked is not None and tracked.guid == page.guid
+    assert store.episode_by_url("https://example.test/play?id=3") is None
+    assert store.episode_by_url("?utm_source=x") is None
 
 
 def test_nul_characters_from_a_hostile_feed_are_dropped(store: Store) -> None:

@@ -6,6 +6,7 @@ SQLite and PostgreSQL (``db_url``); a restart is a new ``Store`` on the same dat
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -74,8 +75,27 @@ def test_subscribing_a_paused_channel_again_says_it_resumes(slack_app: RunningAp
     reply(slack_app.sender.slash("subscribe"))
     slack_app.store.pause_channel(TEAM, CHANNEL, "is_archived", APP_NOW)
     line = first_line(slack_app.sender.slash("subscribe"))
-    assert line.endswith("It had been paused (is_archived) and is active again.")
+    assert line.endswith("It had been paused (the channel is archived) and is active again.")
     assert not slack_app.store.subscriptions()[0].paused
+
+
+def test_paused_subscriptions_say_why_in_words(slack_app: RunningApp) -> None:
+    """`list` (and `status` and App Home, which share the line) give the reason, not the
+    API's error code."""
+    store = slack_app.store
+    store.subscribe(TEAM, CHANNEL, "PyTorch")
+    store.pause_channel(TEAM, CHANNEL, "not_in_channel", APP_NOW)
+    listed = json.dumps(reply(slack_app.sender.slash("list"))["blocks"], ensure_ascii=False)
+    assert "I am not a member and cannot join it" in listed
+    assert "not_in_channel" not in listed
+    reply(slack_app.sender.slash("subscribe PyTorch"))
+    store.pause_channel(TEAM, CHANNEL, "channel_not_found", APP_NOW)
+    status = json.dumps(reply(slack_app.sender.slash("status"))["blocks"], ensure_ascii=False)
+    assert "Slack cannot find the channel" in status and "channel_not_found" not in status
+    reply(slack_app.sender.slash("subscribe PyTorch"))
+    store.pause_channel(TEAM, CHANNEL, "<!channel>_odd", APP_NOW)
+    odd = json.dumps(reply(slack_app.sender.slash("list"))["blocks"], ensure_ascii=False)
+    assert "Slack refused my posts there (`&lt;!channel&gt;_odd`)" in odd
 
 
 def test_unsubscribing_a_config_channel_sticks_across_a_restart(

@@ -55,7 +55,7 @@ def subscribe(command: Subscribe, deps: Deps, invocation: Invocation) -> Message
             else msg.REPLACES_NO_FILTER.format(show=show)
         )
     if before is not None and before.paused:
-        text += " " + msg.SUBSCRIBE_RESUMES.format(reason=escape.mrkdwn(before.paused_reason or ""))
+        text += " " + msg.SUBSCRIBE_RESUMES.format(reason=pause_reason(before.paused_reason))
     return _reply(text)
 
 
@@ -82,11 +82,18 @@ def unsubscribe(command: Unsubscribe, deps: Deps, invocation: Invocation) -> Mes
     return _reply(text)
 
 
+def pause_reason(code: str | None) -> str:
+    """Why a subscription is paused, in the words of the DM that announced it (the store
+    keeps Slack's error code, e.g. ``is_archived``). mrkdwn."""
+    code = code or ""
+    return msg.PAUSE_REASONS.get(code) or msg.PAUSE_REASON_OTHER.format(error=escape.mrkdwn(code))
+
+
 def subscription_line(sub: Subscription, deps: Deps) -> str:
     wanted = msg.LIST_FILTER.format(keywords=_keywords(sub.keywords)) if sub.keywords else ""
     paused = (
         msg.LIST_PAUSED.format(
-            when=when(sub.paused_at, deps), reason=escape.mrkdwn(sub.paused_reason or "")
+            when=when(sub.paused_at, deps), reason=pause_reason(sub.paused_reason)
         )
         if sub.paused
         else ""

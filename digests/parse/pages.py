@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -165,12 +166,31 @@ def _trim(lines: list[str]) -> list[str]:
     return lines[start:end]
 
 
+def page_guid(link: str | None, title: str, published: str | None) -> str:
+    """An episode page's id when it names none: its URL plus the episode's day.
+
+    A page such as ``/latest`` moves on to the next episode at the same URL, so the URL
+    alone would turn every new episode into an edit of the last one. The day (else the
+    title) tells episodes apart, while a title corrected on the same day stays an edit.
+    """
+    if not link:
+        return stable_guid(None, title, published)
+    # Imported here: digests.extract imports this package.
+    from digests.extract import published_at
+
+    when = published_at(published)
+    if when is not None:
+        return f"{link}#{when.date().isoformat()}"
+    digest = hashlib.sha1(squash(title).encode(), usedforsecurity=False).hexdigest()
+    return f"{link}#{digest[:16]}"
+
+
 def text_page_entry(page: TextPage, link: str | None = None) -> tuple[str | None, RawEntry]:
     meta = page.meta
     published = meta.get("published")
     link = meta.get("link") or link
     entry = RawEntry(
-        guid=meta.get("guid") or stable_guid(link, page.title, published),
+        guid=meta.get("guid") or page_guid(link, page.title, published),
         title=page.title,
         description=page.description,
         transcript=page.transcript,
@@ -343,7 +363,7 @@ def read_html(
     if not is_episode:
         return show, None, head.feed_link
     entry = RawEntry(
-        guid=layout.meta.get("guid") or stable_guid(link, title, published),
+        guid=layout.meta.get("guid") or page_guid(link, title, published),
         title=title,
         description=description,
         transcript=transcript,

@@ -544,8 +544,17 @@ class Store:
     def episode_by_url(self, url: str) -> Episode | None:
         """The episode at ``url``; a link pasted into Slack may differ from the feed's by a
         trailing slash, a ``#fragment`` or http/https, so those variants match too (the
-        exact URL first)."""
+        exact URL first). Failing those, the URL without its query string: share links
+        carry ``?utm_source=…`` that the feed's link does not."""
         url = _clean(url)
+        found = self._episode_at(url)
+        if found is None:
+            bare = url.strip().split("#", 1)[0].split("?", 1)[0]
+            if bare and bare != url.strip():
+                found = self._episode_at(bare)
+        return found
+
+    def _episode_at(self, url: str) -> Episode | None:
         variants = url_variants(url)
         if not variants:
             return None
