@@ -77,6 +77,9 @@ class Delivery:
     key: str
     message: Mapping[str, Any]
     thread: tuple[Mapping[str, Any], ...] = ()
+    # False: thread replies are switched off, so an edit leaves any earlier ones alone
+    # (an empty ``thread`` with True means "nothing to add": earlier replies go).
+    manage_thread: bool = True
     content_hash: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     # An episode's date: what orders one channel's new digests across shows.
@@ -458,6 +461,16 @@ class Deliverer:
             )
         except PostFailure as exc:
             await self._edit_failed(item, row, ts, exc, "update", report)
+        if not item.manage_thread:
+            await self._mark(
+                row,
+                state="posted",
+                ts=ts,
+                thread_ts=row.thread_ts,
+                content_hash=item.content_hash or None,
+                error=None,
+            )
+            return
         # Nothing to post and no reply on record (a failed edit records its parent's ts):
         # the thread is empty, no need to read it.
         empty = not item.thread and row.state == "posted" and row.thread_ts is None

@@ -210,6 +210,7 @@ def plan(
                 key=d.key,
                 message=message,
                 thread=thread,
+                manage_thread=settings.thread_replies,
                 content_hash=d.episode.content_hash(),
                 metadata={"show": show, "guid": d.episode.guid[:200]},
                 published_at=d.episode.published_at,

@@ -143,6 +143,33 @@ async def test_a_changed_transcript_updates_the_reply_in_place(
     assert len(slack_fake.calls_to("chat.postMessage")) == posts
 
 
+async def test_with_thread_replies_switched_off_an_edit_leaves_earlier_replies(
+    store: Store,
+    slack_fake: SlackFake,
+    feed_server: FeedServer,
+    http: httpx.AsyncClient,
+    deliverer: Deliverer,
+) -> None:
+    url = feed_server.route("/feed.xml", rss(PLAIN))
+    store.ensure_show("PyTorch", "", "pytorch/pytorch")
+    store.subscribe(TEAM, CHANNEL, "PyTorch", source="config")
+    await poll(settings_for(url), store, deliverer, http)
+    parent, before = thread(slack_fake)
+    assert [p for p, _ in before] == ["thread:0"]
+
+    feed_server.route("/feed.xml", rss(RETOLD))
+    off = settings_for(url).model_copy(update={"thread_replies": False})
+    report = await poll(off, store, deliverer, http)
+
+    assert report.delivery.updated == [(TEAM, CHANNEL, "episode", KEY)]
+    assert slack_fake.calls_to("chat.delete") == []
+    assert thread(slack_fake) == (parent, before)  # the reply as it was, not deleted
+    row = Ledger.for_store(store).all_rows()[0]
+    assert (row.state, row.error) == ("posted", None)
+    again = await poll(off, store, deliverer, http)
+    assert again.due == 0 and not again.delivery.updated
+
+
 @pytest.mark.parametrize(
     ("first", "edited", "before", "after"),
     [
