@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.fixtures.slack",
     "tests.fixtures.store",
     "tests.fixtures.app",
+    "tests.fixtures.poll",
 ]

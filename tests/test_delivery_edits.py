@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,7 +21,6 @@ from bot.delivery import Deliverer, Delivery
 from bot.outbox import EVENT_TYPE, PrintOutbox, metadata_for
 from bot.poll import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.fetch import make_http_client
 from digests.store import Store
 from digests.store.ledger import Ledger
 from digests.store.schema import deliveries
@@ -53,20 +51,6 @@ LONG = rss_item(
         for n in range(80)
     ),
 )
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with make_http_client(timeout=5.0) as client:
-        yield client
-
-
-@pytest.fixture
-async def deliverer(store: Store, slack_fake: SlackFake) -> AsyncIterator[Deliverer]:
-    d = Deliverer(store, slack_outbox(slack_fake), per_channel_interval=0.0, backoff=0.01)
-    yield d
-    await d.aclose()
-    await d.outbox.close()
 
 
 def settings_for(url: str) -> Settings:

@@ -6,7 +6,6 @@ Polls for real: feeds on loopback, the Slack fake over HTTP, SQLite and PostgreS
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -15,10 +14,9 @@ import pytest
 from bot.delivery import Deliverer
 from bot.poll import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.fetch import make_http_client
 from digests.store import Store
 from tests.feedserver import FeedServer
-from tests.fixtures.delivery import keys_in, rss, rss_item, slack_outbox
+from tests.fixtures.delivery import keys_in, rss, rss_item
 from tests.slackfake import SlackFake
 
 TEAM = "T1"
@@ -36,20 +34,6 @@ def settings_for(url: str) -> Settings:
         slack_bot_token=None,
         thread_replies=False,
     )
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with make_http_client(timeout=5.0) as client:
-        yield client
-
-
-@pytest.fixture
-async def deliverer(store: Store, slack_fake: SlackFake) -> AsyncIterator[Deliverer]:
-    d = Deliverer(store, slack_outbox(slack_fake), per_channel_interval=0.0, backoff=0.01)
-    yield d
-    await d.aclose()
-    await d.outbox.close()
 
 
 def dm_texts(fake: SlackFake, user: str) -> list[str]:

@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,6 @@ from bot.outbox import EVENT_TYPE, metadata_for
 from bot.poll import Sweeper, poll_show
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.decide import episode_key
-from digests.fetch import make_http_client
 from digests.store import Store
 from digests.store.ledger import Ledger, OwnerLock, ShowLock
 from digests.store.schema import deliveries
@@ -42,14 +40,6 @@ REPLIES = ({"text": "PRs of g1"}, {"text": "Transcript of g1"})
 
 def item(channel: str) -> Delivery:
     return Delivery(TEAM, channel, "episode", KEY, digest(KEY), REPLIES, content_hash="v1")
-
-
-@pytest.fixture
-async def deliverer(store: Store, slack_fake: SlackFake) -> AsyncIterator[Deliverer]:
-    d = Deliverer(store, slack_outbox(slack_fake), per_channel_interval=0.0, backoff=0.01)
-    yield d
-    await d.aclose()
-    await d.outbox.close()
 
 
 def left_posting(
@@ -227,12 +217,6 @@ async def test_pending_rows_carry_the_deliverer_that_planned_them(
     assert report.held == [second.ident]
     row = next(r for r in Ledger.for_store(store).all_rows() if r.key == "PyTorch:g2")
     assert (row.state, row.owner) == ("pending", deliverer.owner)
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with make_http_client(timeout=5.0) as client:
-        yield client
 
 
 async def test_the_sweep_finishes_a_dead_owners_fan_out_and_nothing_else(

@@ -4,19 +4,16 @@ episode, that is a new post, not an edit of the last one. End to end through
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import httpx
-import pytest
 
 from bot.delivery import Deliverer
 from bot.poll import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.fetch import make_http_client
 from digests.store import Store
 from tests.feedserver import FeedServer
-from tests.fixtures.delivery import keys_in, slack_outbox
+from tests.fixtures.delivery import keys_in
 from tests.slackfake import SlackFake
 
 TEAM = "T1"
@@ -35,20 +32,6 @@ What moved in the repository on day {day}, in a few sentences written for this t
 Transcript excerpt
 PR {199700 + day} lands a fix for day {day}.
 """
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with make_http_client(timeout=5.0) as client:
-        yield client
-
-
-@pytest.fixture
-async def deliverer(store: Store, slack_fake: SlackFake) -> AsyncIterator[Deliverer]:
-    d = Deliverer(store, slack_outbox(slack_fake), per_channel_interval=0.0, backoff=0.01)
-    yield d
-    await d.aclose()
-    await d.outbox.close()
 
 
 async def test_a_page_moving_on_to_the_next_episode_is_a_new_post(

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import io
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
-import pytest
 
 from bot.delivery import Deliverer
 from bot.outbox import PrintOutbox
 from bot.poll import poll_show, run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.fetch import make_http_client
 from digests.store import Store
 from digests.store.ledger import Ledger
 from tests.feedserver import FeedServer
@@ -33,20 +30,6 @@ def settings_for(url: str, **kw: object) -> Settings:
         slack_bot_token=None,
         **kw,  # type: ignore[arg-type]
     )
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with make_http_client(timeout=5.0) as client:
-        yield client
-
-
-@pytest.fixture
-async def deliverer(store: Store, slack_fake: SlackFake) -> AsyncIterator[Deliverer]:
-    d = Deliverer(store, slack_outbox(slack_fake), per_channel_interval=0.0, backoff=0.01)
-    yield d
-    await d.aclose()
-    await d.outbox.close()
 
 
 def subscribe(store: Store, *channels: str, keywords: tuple[str, ...] = ()) -> None:

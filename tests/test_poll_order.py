@@ -5,19 +5,16 @@ End to end through ``bot.poll.run_once``: two feeds on loopback, the Slack fake,
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import httpx
-import pytest
 
 from bot.delivery import Deliverer
 from bot.poll import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.fetch import make_http_client
 from digests.store import Store
 from tests.feedserver import FeedServer
-from tests.fixtures.delivery import keys_in, rss, rss_item, slack_outbox
+from tests.fixtures.delivery import keys_in, rss, rss_item
 from tests.slackfake import SlackFake
 
 TEAM = "T1"
@@ -27,20 +24,6 @@ NOW = datetime(2026, 10, 20, 8, 0, tzinfo=UTC)
 def jax_item(day: int) -> str:
     """An item of a second show, "JAX", published 2026-10-<day> 13:00 UTC like PyTorch's."""
     return rss_item(day).replace("PyTorch: ", "JAX: ").replace("pytorch-2026", "jax-2026")
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with make_http_client(timeout=5.0) as client:
-        yield client
-
-
-@pytest.fixture
-async def deliverer(store: Store, slack_fake: SlackFake) -> AsyncIterator[Deliverer]:
-    d = Deliverer(store, slack_outbox(slack_fake), per_channel_interval=0.0, backoff=0.01)
-    yield d
-    await d.aclose()
-    await d.outbox.close()
 
 
 def top_level_posts(fake: SlackFake, channel: str) -> list[str]:

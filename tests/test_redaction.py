@@ -29,7 +29,7 @@ from digests.parse import parse_bytes
 from digests.redact import redact_text, without_userinfo
 from digests.store import Store
 from tests.feedserver import FeedServer
-from tests.fixtures.delivery import rss, rss_item, slack_outbox
+from tests.fixtures.delivery import rss, rss_item
 from tests.slackfake import SlackFake
 from tests.test_cli import cli, one_line_error
 from tests.test_poll import NOW, settings_for, subscribe
@@ -233,14 +233,6 @@ def test_cli_error_line_has_no_credentials() -> None:
 
 
 # the whole way: a failing credentialed feed, told to a channel -----------------------------
-
-
-@pytest.fixture
-async def deliverer(store: Store, slack_fake: SlackFake) -> AsyncIterator[Deliverer]:
-    d = Deliverer(store, slack_outbox(slack_fake), per_channel_interval=0.0, backoff=0.01)
-    yield d
-    await d.aclose()
-    await d.outbox.close()
 
 
 async def test_failing_notice_and_stored_error_have_no_credentials(

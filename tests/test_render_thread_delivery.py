@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import httpx
@@ -14,29 +13,14 @@ import pytest
 from bot.delivery import Deliverer
 from bot.poll import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.fetch import make_http_client
 from digests.store import Store
 from tests.feedserver import FeedServer
-from tests.fixtures.delivery import keys_in, rss, rss_item, slack_outbox
+from tests.fixtures.delivery import keys_in, rss, rss_item
 from tests.slackfake import SlackFake
 
 TEAM = "T1"
 NOW = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)
 CHANNEL = "C1"
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with make_http_client(timeout=5.0) as client:
-        yield client
-
-
-@pytest.fixture
-async def deliverer(store: Store, slack_fake: SlackFake) -> AsyncIterator[Deliverer]:
-    d = Deliverer(store, slack_outbox(slack_fake), per_channel_interval=0.0, backoff=0.01)
-    yield d
-    await d.aclose()
-    await d.outbox.close()
 
 
 def ten_prs() -> str:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import httpx
-import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
@@ -16,7 +14,6 @@ from bot.delivery import Deliverer
 from bot.poll import RunReport
 from bot.scheduler import build_scheduler, deliverer_of, run_clock
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.fetch import make_http_client
 from digests.store import Store
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item, slack_outbox
@@ -33,12 +30,6 @@ def settings_for(*feeds: tuple[str, str], jitter: int = 0, **kw: object) -> Sett
         team_id=TEAM,
         **kw,  # type: ignore[arg-type]
     )
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with make_http_client(timeout=5.0) as client:
-        yield client
 
 
 async def test_one_poll_job_per_show_with_stable_ids(

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import httpx
-import pytest
 import sqlalchemy as sa
 
 from bot.delivery import Deliverer
 from bot.poll import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.extract import UNKNOWN_DATE
-from digests.fetch import make_http_client
 from digests.models import Episode
 from digests.store import Store
 from digests.store.schema import episodes
@@ -99,12 +96,6 @@ UNDATED_ITEM = """
       <pubDate>sometime soon</pubDate>
       <description>The feed gave this one no usable date.</description>
     </item>"""
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with make_http_client(timeout=5.0) as client:
-        yield client
 
 
 async def test_poll_posts_an_undated_episode_with_its_first_seen_date_once(
