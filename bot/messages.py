@@ -113,6 +113,12 @@ FROM_CONFIG_REMOVE = (
     "from the config file to drop it for good."
 )
 NOT_SUBSCRIBED = "This channel was not subscribed to {what}."
+# Posted for everyone in the channel after a change, so nobody is surprised by new digests
+# (or by their absence); {who} is a user mention.
+ANNOUNCE_SUBSCRIBED = "{who} subscribed this channel to new *{show}* episodes{filter}."
+ANNOUNCE_UNSUBSCRIBED = "{who} unsubscribed this channel from *{show}* episodes."
+ANNOUNCE_UNSUBSCRIBED_ALL = "{who} unsubscribed this channel from every show."
+SOMEONE = "Someone"
 ANY_SHOW = "any show"
 LIST_TITLE = "Subscriptions of this channel"
 LIST_EMPTY = f"This channel follows no show yet. Try `{COMMAND} subscribe`."

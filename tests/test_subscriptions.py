@@ -7,6 +7,7 @@ SQLite and PostgreSQL (``db_url``); a restart is a new ``Store`` on the same dat
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx
@@ -142,3 +143,43 @@ def test_unsubscribing_a_slash_channel_deletes_it(slack_app: RunningApp) -> None
     gone = first_line(slack_app.sender.slash("unsubscribe"))
     assert gone == "This channel no longer gets any episodes (1 subscription removed)."
     assert slack_app.store.subscriptions(team_id=TEAM, include_unsubscribed=True) == []
+
+
+def responses_soon(slack_app: RunningApp, url: str, count: int) -> list[Any]:
+    """The response_url payloads, waiting a moment: the notice is sent after the ack."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        got = slack_app.fake.responses(url)
+        if len(got) >= count:
+            return got
+        time.sleep(0.02)
+    return slack_app.fake.responses(url)
+
+
+def test_the_channel_is_told_who_changed_its_subscriptions(slack_app: RunningApp) -> None:
+    url = slack_app.fake.response_url()
+    assert first_line(slack_app.sender.slash("subscribe PyTorch fsdp", response_url=url)) == (
+        "This channel now gets new *PyTorch* episodes that mention “fsdp”."
+    )
+    (notice,) = responses_soon(slack_app, url, 1)
+    assert notice["response_type"] == "in_channel"
+    assert notice["text"] == (
+        f"<@{USER}> subscribed this channel to new *PyTorch* episodes that mention “fsdp”."
+    )
+    assert_valid_message(notice)
+
+    url = slack_app.fake.response_url()
+    reply(slack_app.sender.slash("unsubscribe PyTorch", response_url=url))
+    (notice,) = responses_soon(slack_app, url, 1)
+    assert notice["response_type"] == "in_channel"
+    assert notice["text"] == f"<@{USER}> unsubscribed this channel from *PyTorch* episodes."
+
+
+def test_nothing_is_announced_when_nothing_changed(slack_app: RunningApp) -> None:
+    url = slack_app.fake.response_url()
+    line = first_line(slack_app.sender.slash("unsubscribe PyTorch", response_url=url))
+    assert line == "This channel was not subscribed to *PyTorch*."
+    bad = slack_app.fake.response_url()
+    reply(slack_app.sender.slash("subscribe PyTroch", response_url=bad))
+    time.sleep(0.3)  # what a notice would have needed to arrive
+    assert slack_app.fake.responses(url) == [] and slack_app.fake.responses(bad) == []

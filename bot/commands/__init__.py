@@ -40,6 +40,8 @@ class Answer:
     # Canonical text to re-run for "Share in channel"; None when the reply is not shareable
     # (help, changes, errors, a refused share, and replies that found nothing).
     share: str | None = None
+    # For everyone in the channel, after a subscription change the reply confirms.
+    announce: Message | None = None
 
 
 def run_command(command: Command, deps: Deps, invocation: Invocation) -> Message:
@@ -87,6 +89,8 @@ def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = F
         # Pin the week now, so a reply shared next Monday still shows the week it showed.
         command = episodes.resolve_week(command, deps, invocation)
     reply = run_command(command, deps, invocation)
+    if isinstance(command, Subscribe | Unsubscribe) and not is_empty(reply):
+        return Answer(reply, command, announce=subscriptions.announcement(command, invocation))
     if not shareable or is_empty(reply):
         return Answer(reply, command)
     share = unparse(command)

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from bot import messages as msg
 from bot.commands import Answer, answer
@@ -47,8 +47,19 @@ def invocation_of(command: dict[str, Any]) -> Invocation:
     )
 
 
+async def announce(respond: AsyncRespond, note: Message, invocation: Invocation) -> None:
+    """Tell the channel about a subscription change (through the command's response_url)."""
+    try:
+        await respond(response_type="in_channel", text=note["text"], blocks=note["blocks"])
+    except Exception as exc:  # the change is made and confirmed to the user; this is extra
+        log.warning(
+            "could not announce a subscription change in %s: %s", invocation.channel_id, exc
+        )
+
+
 def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Answer] | None = None) -> None:
     replies: TtlCache[Answer] = cache if cache is not None else TtlCache()
+    notices: set[asyncio.Task[None]] = set()  # held until done: the loop keeps weak refs
     flights: SingleFlight[Answer] = SingleFlight()
 
     async def cached(key: str, text: str, invocation: Invocation) -> Answer:
@@ -58,7 +69,7 @@ def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Answer] | None = N
         return result
 
     @app.command(msg.COMMAND)
-    async def on_episodes(ack: AsyncAck, command: dict[str, Any]) -> None:
+    async def on_episodes(ack: AsyncAck, respond: AsyncRespond, command: dict[str, Any]) -> None:
         text = str(command.get("text") or "")
         invocation = invocation_of(command)
         # The cache is touched only here, on the event loop: no lock needed.
@@ -72,3 +83,9 @@ def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Answer] | None = N
             result = hit or await flights.run(key, lambda: cached(key, text, invocation))
         reply = result.message
         await ack(response_type="ephemeral", text=reply["text"], blocks=reply["blocks"])
+        if result.announce is not None:
+            # After the ack, not before it: the response_url call must not eat into the
+            # three seconds Slack waits for the reply (listeners run before the response).
+            task = asyncio.create_task(announce(respond, result.announce, invocation))
+            notices.add(task)
+            task.add_done_callback(notices.discard)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -70,7 +71,7 @@ def unsubscribe(command: Unsubscribe, deps: Deps, invocation: Invocation) -> Mes
     removed = deps.store.unsubscribe(invocation.team_id, invocation.channel_id, command.show)
     if not removed:
         what = f"*{escape.mrkdwn(command.show)}*" if command.show else msg.ANY_SHOW
-        return _reply(msg.NOT_SUBSCRIBED.format(what=what))
+        return nothing(msg.NOT_SUBSCRIBED.format(what=what))
     if command.show:
         text = msg.UNSUBSCRIBED.format(show=escape.mrkdwn(command.show))
     else:
@@ -148,3 +149,27 @@ def status(command: Status, deps: Deps, invocation: Invocation) -> Message:
         lines = "\n".join(f"• {subscription_line(s, deps)}" for s in paused[:20])
         blocks += [divider(), section(f"*{msg.STATUS_PAUSED_TITLE}*\n{lines}")]
     return message(msg.STATUS_TITLE, blocks)
+
+
+_USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
+
+
+def announcement(command: Subscribe | Unsubscribe, invocation: Invocation) -> Message:
+    """What the whole channel is told after a change the user's own reply confirms."""
+    who = (
+        f"<@{invocation.user_id}>" if _USER_ID.fullmatch(invocation.user_id or "") else msg.SOMEONE
+    )
+    if isinstance(command, Subscribe):
+        wanted = (
+            msg.SUBSCRIBED_FILTER.format(keywords=_keywords(command.keywords))
+            if command.keywords
+            else ""
+        )
+        text = msg.ANNOUNCE_SUBSCRIBED.format(
+            who=who, show=escape.mrkdwn(command.show), filter=wanted
+        )
+    elif command.show:
+        text = msg.ANNOUNCE_UNSUBSCRIBED.format(who=who, show=escape.mrkdwn(command.show))
+    else:
+        text = msg.ANNOUNCE_UNSUBSCRIBED_ALL.format(who=who)
+    return _reply(text)
