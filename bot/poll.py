@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, TextIO, TypeVar
@@ -58,6 +58,7 @@ class PollResult:
     episodes: tuple[Episode, ...] = ()  # what the feed holds now (empty when not modified)
     new: int = 0
     changed: tuple[Episode, ...] = ()
+    added: tuple[Episode, ...] = ()  # the episodes this poll stored for the first time
     error: str | None = None
     state: FetchState = field(default_factory=FetchState)
     notice: Notice | None = None
@@ -172,6 +173,7 @@ async def poll_show(
         episodes=tuple(u.episode for u in upserts),
         new=sum(1 for u in upserts if u.status == "new"),
         changed=tuple(u.episode for u in upserts if u.status == "changed"),
+        added=tuple(u.episode for u in upserts if u.status == "new"),
         state=after,
         notice=feed_notice(show.name, before, after),
     )
@@ -184,12 +186,22 @@ def plan(
     subscriptions: Sequence[Subscription],
     ledger: Ledger,
     renderer: Renderer,
+    first_seen: Mapping[str, datetime] | None = None,
 ) -> tuple[list[Due], list[Delivery]]:
-    """The decisions for one show and their rendered deliveries (each episode rendered once)."""
+    """The decisions for one show and their rendered deliveries (each episode rendered once).
+
+    ``first_seen``: guid → when the store first had the episode (see ``decide``)."""
     keys = [episode_key(show, e.guid) for e in candidates]
     channels = [(s.team_id, s.channel_id) for s in subscriptions]
     entries = ledger.entries("episode", keys, channels)
-    due = decide(show, candidates, subscriptions, entries, backfill=settings.backfill)
+    due = decide(
+        show,
+        candidates,
+        subscriptions,
+        entries,
+        backfill=settings.backfill,
+        first_seen=first_seen,
+    )
     rendered: dict[str, tuple[dict[str, Any], tuple[dict[str, Any], ...]]] = {}
     items: list[Delivery] = []
     for d in due:
@@ -280,8 +292,13 @@ async def run_once(
                 return notices, []
             limit = max(CANDIDATES, settings.backfill)
             recent = store.recent(limit, [show.name])
-            candidates = candidate_episodes(recent, result.changed, limit=limit)
-            _, items = plan(settings, show.name, candidates, active, ledger, renderer)
+            # A few new items are a normal poll, and each is a candidate whatever its date
+            # (a late, backdated episode too); thousands are a first read of the archive,
+            # which the newest `limit` cover.
+            added = result.added if len(result.added) <= limit else ()
+            candidates = candidate_episodes(recent, [*result.changed, *added], limit=limit)
+            seen = store.first_seen(show.name, [e.guid for e in candidates])
+            _, items = plan(settings, show.name, candidates, active, ledger, renderer, seen)
             return notices, items
 
         async def one(show: ShowConfig) -> tuple[PollResult, list[Delivery], list[Delivery]]:
@@ -441,7 +458,10 @@ class Sweeper:
                 limit = max(CANDIDATES, self.settings.backfill)
                 recent = self.store.recent(limit, [show])
                 candidates = candidate_episodes(recent, [], limit=limit)
-                _, planned = plan(self.settings, show, candidates, subs, ledger, self.renderer)
+                seen = self.store.first_seen(show, [e.guid for e in candidates])
+                _, planned = plan(
+                    self.settings, show, candidates, subs, ledger, self.renderer, seen
+                )
                 items += [i for i in planned if i.ident in idents]
             return in_date_order(items)
 

@@ -103,6 +103,7 @@ def decide(
     *,
     backfill: int = 1,
     catch_up: int = CATCH_UP,
+    first_seen: Mapping[str, datetime] | None = None,
 ) -> list[Due]:
     """The deliveries due for ``show``, oldest episode first within each channel.
 
@@ -115,7 +116,11 @@ def decide(
     - an episode the channel has never had is due when it matches the keywords and is
       newer than the newest the channel already has — so later polls miss nothing even if
       several episodes arrived at once or a run crashed midway, and never reach back below
-      that watermark;
+      that watermark. "Newer" is by ``first_seen`` (guid → when the store first had it)
+      when given: a late episode backdated below the newest, or one after an item dated in
+      the future, is still new to the channel, while those passed over in the same poll
+      (the cap below, the first poll's archive) were seen no later than what it got. By
+      publication date without it;
     - a channel that has nothing yet (among the candidates) gets the ``backfill`` newest,
       so its first poll never floods it with the archive, plus those published after the
       subscription was made (keyword channels whose first match arrives together with
@@ -128,6 +133,11 @@ def decide(
     candidates = [e for e in episodes if e.show == show]
     if not candidates:
         return []
+    seen = first_seen or {}
+
+    def arrival(episode: Episode) -> datetime:
+        return seen.get(episode.guid) or episode.published_at
+
     hashes = {e.guid: e.content_hash() for e in candidates}
     newest = _newest(candidates, backfill)
     cap = max(catch_up, backfill)
@@ -137,10 +147,10 @@ def decide(
         if sub.show != show or sub.paused:
             continue
         entries = ledger.get((sub.team_id, sub.channel_id), {})
-        known = [e.published_at for e in candidates if episode_key(show, e.guid) in entries]
+        had = [e for e in candidates if episode_key(show, e.guid) in entries]
         # Everything planned in one go gets its ledger row before the first post, so the
         # newest the channel knows is a safe watermark: older ones were had or passed over.
-        since = max(known) if known else None
+        since = max((arrival(e) for e in had), default=None)
         mine: list[Due] = []
         new_keys: list[str] = []
         for episode in ordered:
@@ -151,7 +161,7 @@ def decide(
                 if since is not None:
                     # Backfill and the subscription's age no longer apply: anything older
                     # than the watermark was passed over (the catch-up cap) or never wanted.
-                    fresh = episode.published_at > since
+                    fresh = arrival(episode) > since
                 else:
                     fresh = episode.guid in newest or (
                         sub.created_at is not None and episode.published_at >= sub.created_at

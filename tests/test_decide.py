@@ -406,3 +406,55 @@ def test_candidates_newest_plus_changed() -> None:
     got = candidate_episodes([E1, E2, E3], [E1], limit=2)
     assert sorted(e.guid for e in got) == ["g1", "g2", "g3"]
     assert sorted(e.guid for e in candidate_episodes([E1, E2, E3], [], limit=1)) == ["g3"]
+
+
+# -- when the bot first saw an episode (``first_seen``) ---------------------------------------
+
+POLL_1, POLL_2 = T0, T0 + timedelta(minutes=15)
+
+
+def seen(at: datetime, *episodes: Episode) -> dict[str, datetime]:
+    return {e.guid: at for e in episodes}
+
+
+@pytest.mark.parametrize(
+    ("candidates", "ledger", "first_seen", "expected"),
+    [
+        pytest.param(
+            [E1, E2, E3],
+            posted(E1, E3),
+            {**seen(POLL_1, E1, E3), **seen(POLL_2, E2)},
+            ["g2"],
+            id="a late episode dated below the newest is still posted",
+        ),
+        pytest.param(
+            [E1, E2, ep(9)],
+            posted(ep(9)),
+            {**seen(POLL_1, ep(9), E1), **seen(POLL_2, E2)},
+            ["g2"],
+            id="an item dated in the future mutes nothing after it",
+        ),
+        pytest.param(
+            MANY,
+            posted(*MANY[12:]),
+            seen(POLL_1, *MANY),
+            [],
+            id="those the cap passed over in the same poll stay passed over",
+        ),
+        pytest.param(
+            [E1, E2, E3],
+            posted(E1, E3),
+            {},
+            [],
+            id="without first_seen: by publication date, as before",
+        ),
+    ],
+)
+def test_new_to_the_channel_is_by_when_the_bot_first_saw_it(
+    candidates: list[Episode],
+    ledger: dict[str, LedgerEntry],
+    first_seen: dict[str, datetime],
+    expected: list[str],
+) -> None:
+    result = decide(SHOW, candidates, [sub()], {("T1", "C1"): ledger}, first_seen=first_seen)
+    assert [d.episode.guid for d in result] == expected

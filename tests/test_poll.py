@@ -237,7 +237,8 @@ async def test_429_500_and_an_archived_channel_mid_fan_out_lose_and_double_nothi
 
     first = await run_once(settings, store, deliverer.outbox, http, NOW, deliverer=deliverer)
     feed_server.route("/feed.xml", rss(rss_item(4), rss_item(3), rss_item(2)), etag='"v2"')
-    second = await run_once(settings, store, deliverer.outbox, http, NOW, deliverer=deliverer)
+    later = NOW + timedelta(minutes=15)  # the next poll, when the new episode appears
+    second = await run_once(settings, store, deliverer.outbox, http, later, deliverer=deliverer)
 
     assert first.delivery.retries == 4 and first.delivery.paused == {(TEAM, "C011"): "is_archived"}
     for channel in channels:
@@ -309,3 +310,36 @@ async def test_feed_notices_reach_every_channel_once_even_after_a_failed_post(
     assert len(keys_in(slack_fake.messages("C1"))) == 3  # digest, failing, recovered
     c4 = keys_in(slack_fake.messages("C4"))
     assert len(c4) == 2 and all(k.startswith("feed:PyTorch:") for k in c4)
+
+
+async def test_a_late_episode_dated_below_the_newest_is_posted_once(
+    store: Store,
+    slack_fake: SlackFake,
+    feed_server: FeedServer,
+    http: httpx.AsyncClient,
+    deliverer: Deliverer,
+) -> None:
+    # Day 9 is dated ahead of the rest (a wrong pubDate, or a scheduled one); day 2 is
+    # published late, dated before what the channel has: both must still reach it.
+    url = feed_server.route("/feed.xml", rss(rss_item(9), rss_item(3), rss_item(1)), etag='"1"')
+    settings = settings_for(url, thread_replies=False)
+    subscribe(store, "C1")
+
+    async def poll(minutes: int) -> None:
+        at = NOW + timedelta(minutes=minutes)
+        await run_once(settings, store, deliverer.outbox, http, at, deliverer=deliverer)
+
+    await poll(0)
+    assert keys_in(slack_fake.messages("C1")) == ["PyTorch:pytorch-2026-10-09"]
+    feed_server.route(
+        "/feed.xml",
+        rss(rss_item(9), rss_item(4), rss_item(3), rss_item(2), rss_item(1)),
+        etag='"2"',
+    )
+    await poll(15)
+    await poll(30)
+    assert keys_in(slack_fake.messages("C1")) == [
+        "PyTorch:pytorch-2026-10-09",
+        "PyTorch:pytorch-2026-10-02",
+        "PyTorch:pytorch-2026-10-04",
+    ]  # 3 and 1 were the first poll's archive: passed over for good

@@ -565,6 +565,20 @@ class Store:
         )
         return found[0] if found else None
 
+    def first_seen(self, show: str, guids: Sequence[str]) -> dict[str, datetime]:
+        """guid → when the store first had that episode of ``show`` (the guids it knows)."""
+        found: dict[str, datetime] = {}
+        with self._tx("reading when episodes arrived", write=False) as conn:
+            for chunk in _chunks(list(dict.fromkeys(_clean(g) for g in guids))):
+                rows = conn.execute(
+                    sa.select(episodes.c.guid, episodes.c.first_seen_at)
+                    .select_from(_EPISODES_JOIN)
+                    .where(shows.c.name == _clean(show), episodes.c.guid.in_(chunk))
+                )
+                for guid, when in rows:
+                    found[guid] = _aware(when, "first_seen_at")
+        return found
+
     def recent(self, limit: int, shows: Sequence[str] | None = None) -> list[Episode]:
         """Newest first."""
         if limit <= 0:
