@@ -59,11 +59,22 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def paused_notice(channel_id: str, shows: Sequence[str], error: str) -> dict[str, Any]:
-    """The DM telling a subscriber that their channel's digests stopped, and why."""
-    names = ", ".join(f"*{escape.mrkdwn(show)}*" for show in shows)
+def paused_notice(channel_id: str, subs: Sequence[Subscription], error: str) -> dict[str, Any]:
+    """The DM telling a subscriber that their channel's digests stopped, why, and the exact
+    command that brings back each subscription (its show and keywords, nothing dropped)."""
+    # Here, not at the top: the bot.commands package imports this module.
+    from bot.commands.parse import subscribe_text
+
+    names = ", ".join(f"*{escape.mrkdwn(sub.show)}*" for sub in subs)
     why = msg.PAUSE_REASONS.get(error) or msg.PAUSE_REASON_OTHER.format(error=escape.mrkdwn(error))
-    text = msg.PAUSED_DM.format(shows=names, channel=channel_id, why=why)
+    # Inside backticks, escaped as Slack itself sends typed text: copied and run, it parses
+    # back to the same show and keywords.
+    commands = msg.PAUSED_DM_AND.join(
+        f"`{msg.COMMAND} subscribe {escape.mrkdwn(subscribe_text(sub.show, sub.keywords))}`"
+        for sub in subs
+    )
+    resume = msg.PAUSED_DM_RESUME.format(commands=commands)
+    text = msg.PAUSED_DM.format(shows=names, channel=channel_id, why=why, resume=resume)
     return {"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]}
 
 
@@ -740,7 +751,7 @@ class Deliverer:
         dms: list[Delivery] = []
         for user, subs in sorted(by_user.items()):
             when = subs[0].paused_at.isoformat() if subs[0].paused_at else ""
-            message = paused_notice(channel_id, [s.show for s in subs], error)
+            message = paused_notice(channel_id, subs, error)
             dms.append(Delivery(team_id, user, "notice", f"paused:{channel_id}:{when}", message))
         if not dms:
             return

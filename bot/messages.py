@@ -16,7 +16,8 @@ USAGE: dict[str, str] = {
     "latest": f"`{COMMAND} latest` — the newest episode's full digest",
     "nearby": f"`{COMMAND} nearby <date | episode link | words of a title | #PR>` — an episode "
     "and its neighbours (a date: 2026-10-05, 5 Oct 2026, Oct 5, yesterday)",
-    "pr": f"`{COMMAND} pr <number>` — every episode that named that pull request",
+    "pr": f"`{COMMAND} pr <number | PR link>` — every episode that named that pull request "
+    "(199720, #199720 or its GitHub link)",
     "search": f"`{COMMAND} search <words>` — full-text search, best 10",
     "week": f"`{COMMAND} week [2026-W41 | w41 | last | date]` — that week's episodes in short; "
     "with no week, this week's, or last week's while this one has none yet",
@@ -28,7 +29,7 @@ USAGE: dict[str, str] = {
 }
 
 USAGE_SHORT = (
-    f"`{COMMAND} [recent [n] | latest | nearby <date | link | words | #PR> | pr <n>"
+    f"`{COMMAND} [recent [n] | latest | nearby <date | link | words | #PR> | pr <n | link>"
     " | search <words> | week [week | date] | subscribe [show] [keywords…] | unsubscribe [show]"
     " | list | status | help]`"
 )
@@ -61,7 +62,10 @@ NO_SUCH_DATE = "{value} does not exist on the calendar."
 DATE_RANGE = "{value} is out of range; pick a year between 2000 and 2100."
 NOT_A_WEEK = "`{value}` is not a week; write it like 2026-W41, w41, last or 2026-10-05."
 NO_SUCH_WEEK = "{value} is not a week of the calendar (years have 52 or 53 ISO weeks)."
-NOT_A_PR = "`{value}` is not a pull-request number; write it like 199720 or #199720."
+NOT_A_PR = (
+    "`{value}` is not a pull-request number; write it like 199720, #199720 or paste its "
+    "GitHub link."
+)
 PR_RANGE = "{value} is too large to be a pull-request number."
 PR_START = "PR numbers start at 1, so `{value}` is not one."
 NEED_PR = "Which pull request? Give its number."
@@ -137,10 +141,11 @@ STATUS_NONE = "none"
 STATUS_NOT_SCHEDULED = "not scheduled yet"
 STATUS_PAUSED_TITLE = "Paused subscriptions in this channel"
 
-PAUSED_DM = (
-    "I stopped posting {shows} digests to <#{channel}>: {why}. To resume, fix that and run "
-    f"`{COMMAND} subscribe` in the channel again."
-)
+PAUSED_DM = "I stopped posting {shows} digests to <#{channel}>: {why}. {resume}"
+# {commands}: one `/episodes subscribe …` per paused subscription, its show and keywords,
+# since a bare `subscribe` would drop a keyword filter (or ask which show).
+PAUSED_DM_RESUME = "To resume, fix that and run {commands} in the channel."
+PAUSED_DM_AND = " and "
 PAUSE_REASONS = {
     "channel_not_found": "Slack cannot find the channel (deleted, or private without me in it)",
     "is_archived": "the channel is archived",

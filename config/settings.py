@@ -7,10 +7,18 @@ import re
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from digests.errors import ConfigError
@@ -18,6 +26,11 @@ from digests.errors import ConfigError
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 # Public channels (C), private ones and group DMs (G), DMs (D).
 CHANNEL_ID_PATTERN = r"^[CGD][A-Z0-9]{2,}$"
+# The store's column widths (digests/store/schema.py): a longer value fails on PostgreSQL
+# (SQLite does not check), so it is refused here, when the file is read.
+MAX_SHOW_NAME = 200
+MAX_REPO = 200
+MAX_SLACK_ID = 32
 _RECAP_RE = re.compile(r"^(mon|tue|wed|thu|fri|sat|sun)\s+([01]?\d|2[0-3]):([0-5]\d)$")
 
 
@@ -34,16 +47,19 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+ShowName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_SHOW_NAME)]
+
+
 class ShowConfig(_Strict):
-    name: str = Field(min_length=1)
+    name: ShowName
     feed: str = Field(min_length=1)
-    repo: str = Field(default="pytorch/pytorch", pattern=r"^[\w.-]+/[\w.-]+$")
+    repo: str = Field(default="pytorch/pytorch", pattern=r"^[\w.-]+/[\w.-]+$", max_length=MAX_REPO)
 
 
 class ChannelConfig(_Strict):
-    id: str = Field(pattern=CHANNEL_ID_PATTERN)
-    team: str = ""
-    shows: list[str] = Field(default_factory=list)
+    id: str = Field(pattern=CHANNEL_ID_PATTERN, max_length=MAX_SLACK_ID)
+    team: str = Field(default="", max_length=MAX_SLACK_ID)
+    shows: list[ShowName] = Field(default_factory=list)
     keywords: list[str] = Field(default_factory=list)
     recap: bool = True
 
@@ -91,7 +107,7 @@ class Settings(BaseSettings):
     thread_replies: bool = True
     quiet_week: bool = False
     templates_dir: str | None = None
-    team_id: str = "T0LOCAL"
+    team_id: str = Field(default="T0LOCAL", min_length=1, max_length=MAX_SLACK_ID)
     max_feed_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)
 
     # From the environment (also allowed in the file, but secrets belong in the environment).
@@ -118,6 +134,23 @@ class Settings(BaseSettings):
     @classmethod
     def _api_url(cls, value: str) -> str:
         return value if value.endswith("/") else value + "/"
+
+    @model_validator(mode="after")
+    def _channels_once(self) -> Settings:
+        # Subscriptions are keyed by (channel, show): a second entry for the same pair would
+        # be dropped silently (its keywords and recap lost), so it is refused instead.
+        seen: set[tuple[str, str]] = set()
+        names = [s.name for s in self.shows]
+        for index, channel in enumerate(self.channels):
+            for show in channel.shows or names:
+                key = (channel.id, show.casefold())
+                if key in seen:
+                    raise ValueError(
+                        f"channels.{index}: channel {channel.id} is listed twice for show "
+                        f"{show}; merge the entries"
+                    )
+                seen.add(key)
+        return self
 
     @property
     def tz(self) -> ZoneInfo:
@@ -161,11 +194,12 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 def _describe(error: ValidationError, path: Path) -> str:
     first = error.errors()[0]
-    key = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    key = ".".join(str(part) for part in first["loc"])
     msg = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         msg = "unknown key"
-    return f"config file {path}: {key}: {msg}"
+    # A check across keys names them in its message (there is no single key to point at).
+    return f"config file {path}: {key}: {msg}" if key else f"config file {path}: {msg}"
 
 
 def load_settings(path: str | Path | None = None) -> Settings:

@@ -214,3 +214,98 @@ def test_share_values_round_trip(text: str) -> None:
 def test_a_share_value_too_long_gets_no_button() -> None:
     reply = with_share({"text": "t", "blocks": []}, "search " + '"' * 1200)
     assert reply["blocks"] == []
+
+
+DLD = ["PyTorch", "Deep Learning", "Deep Learning Daily"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            'subscribe "Deep Learning Daily" compiler',
+            Subscribe("Deep Learning Daily", ("compiler",)),
+        ),
+        (
+            "subscribe “Deep Learning Daily” compiler",
+            Subscribe("Deep Learning Daily", ("compiler",)),
+        ),
+        ("subscribe ‘deep learning daily’", Subscribe("Deep Learning Daily")),
+        ('subscribe "PyTorch" "inductor" “mps”', Subscribe("PyTorch", ("inductor", "mps"))),
+        # A quoted name is the whole name: the next word is a keyword, not more of the name.
+        ('subscribe "Deep Learning" daily', Subscribe("Deep Learning", ("daily",))),
+        ("subscribe Deep Learning daily", Subscribe("Deep Learning Daily")),
+        ('subscribe PyTorch "graph breaks" fsdp', Subscribe("PyTorch", ("graph breaks", "fsdp"))),
+        ('subscribe " Deep Learning Daily "', Subscribe("Deep Learning Daily")),
+        ('subscribe PyTorch "" inductor"', Subscribe("PyTorch", ("inductor",))),
+        ("subscribe PyTorch it's", Subscribe("PyTorch", ("it's",))),
+        ("subscribe ＤＥＥＰ  learning daily", Subscribe("Deep Learning Daily")),
+        ('unsubscribe "Deep Learning Daily"', Unsubscribe("Deep Learning Daily")),
+        ("unsubscribe “PyTorch”", Unsubscribe("PyTorch")),
+    ],
+)
+def test_quotes_around_shows_and_keywords_are_taken_off(text: str, expected: object) -> None:
+    assert parse_command(text, DLD) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'subscribe "Deep Lerning Daily" compiler',
+        "subscribe “Deep Learning Daly”",
+        "subscribe Deep Lerning Daily",
+    ],
+)
+def test_a_misspelt_quoted_show_gets_the_real_name_suggested(text: str) -> None:
+    with pytest.raises(CommandError) as info:
+        parse_command(text, DLD)
+    typed, suggested = info.value.reason.removeprefix("There is no show called ").split(" — ")
+    assert suggested == "did you mean Deep Learning Daily?"
+    assert typed.strip('"“”') != "Deep Learning Daily"
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("pr https://github.com/pytorch/pytorch/pull/199001", 199001),
+        ("pr <https://github.com/pytorch/pytorch/pull/199001>", 199001),
+        ("pr <https://github.com/pytorch/pytorch/pull/199001|#199001>", 199001),
+        ("pr &lt;https://github.com/pytorch/pytorch/pull/199001&gt;", 199001),
+        ("pr https://github.com/pytorch/pytorch/pull/199001/files#diff-1", 199001),
+        ("pr https://www.github.com/pytorch/pytorch/pull/5?notification=1", 5),
+        # Another repository's link: its number is still the one asked about.
+        ("pr https://github.com/rust-lang/rust/pull/42", 42),
+    ],
+)
+def test_pr_takes_a_pasted_github_link(text: str, number: int) -> None:
+    assert parse_command(text, ONE) == Pr(number)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("pr https://github.com/pytorch/pytorch/issues/199001", "is not a pull-request number"),
+        ("pr https://example.com/pull/199001", "is not a pull-request number"),
+        ("pr https://github.com/pytorch/pytorch/pull/0", "PR numbers start at 1"),
+        ("pr https://github.com/pytorch/pytorch/pull/99999999999", "too large"),
+    ],
+)
+def test_pr_refuses_links_that_are_not_pull_requests(text: str, reason: str) -> None:
+    with pytest.raises(CommandError) as info:
+        parse_command(text, ONE)
+    assert reason in info.value.reason
+    assert info.value.usage.startswith("`/episodes pr <number | PR link>`")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'subscribe "Deep Learning" daily compiler',
+        "subscribe Deep Learning Daily mps",
+        'subscribe PyTorch "graph breaks" a&amp;b',
+        'unsubscribe "Deep Learning"',
+    ],
+)
+def test_unparse_round_trips_quoted_names(text: str) -> None:
+    command = parse_command(text, DLD)
+    assert parse_command(unparse(command), DLD) == command

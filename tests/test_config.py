@@ -116,3 +116,84 @@ def test_bad_file_is_one_clear_line(tmp_path: Path, text: str, needle: str) -> N
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         load_settings(tmp_path / "nope.toml")
+
+
+LONG_NAME = "P" * 201
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        # Columns of the store are this wide; PostgreSQL would refuse the whole poll.
+        (
+            f"[[shows]]\nname = '{LONG_NAME}'\nfeed = 'f.xml'",
+            "shows.0.name: String should have at most 200",
+        ),
+        (
+            f"[[shows]]\nname = 'X'\nfeed = 'f.xml'\nrepo = 'o/{'r' * 199}'",
+            "shows.0.repo: String should have at most 200",
+        ),
+        ("[[channels]]\nid = 'C" + "A" * 32 + "'", "channels.0.id: String should have at most 32"),
+        ("[[channels]]\nid = 'C1A'\nteam = '" + "T" * 33 + "'", "channels.0.team:"),
+        (f"[[channels]]\nid = 'C1A'\nshows = ['{LONG_NAME}']", "channels.0.shows.0:"),
+        ("team_id = '" + "T" * 33 + "'", "team_id: String should have at most 32"),
+    ],
+)
+def test_values_wider_than_the_store_are_refused(tmp_path: Path, text: str, needle: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_settings(path)
+    message = info.value.format_message()
+    assert needle in message and str(path) in message
+    assert "\n" not in message
+
+
+def test_the_widest_allowed_show_name_loads(tmp_path: Path) -> None:
+    name = "P" * 200
+    settings = load_settings(write(tmp_path, f"[[shows]]\nname = '{name}'\nfeed = 'f.xml'"))
+    assert settings.shows[0].name == name
+
+
+TWO_SHOWS = """
+[[shows]]
+name = "PyTorch"
+feed = "p.xml"
+[[shows]]
+name = "Rust"
+feed = "r.xml"
+"""
+
+
+@pytest.mark.parametrize(
+    ("channels", "needle"),
+    [
+        (
+            '[[channels]]\nid = "C1AB"\nshows = ["PyTorch"]\nkeywords = ["inductor"]\n'
+            '[[channels]]\nid = "C1AB"\nshows = ["pytorch", "Rust"]\nkeywords = ["fsdp"]\n',
+            "channels.1: channel C1AB is listed twice for show pytorch; merge the entries",
+        ),
+        # No shows means every show: it overlaps any other entry for the channel.
+        (
+            '[[channels]]\nid = "C1AB"\n[[channels]]\nid = "C1AB"\nshows = ["Rust"]\n',
+            "channels.1: channel C1AB is listed twice for show Rust; merge the entries",
+        ),
+    ],
+)
+def test_a_channel_listed_twice_for_a_show_is_refused(
+    tmp_path: Path, channels: str, needle: str
+) -> None:
+    path = write(tmp_path, TWO_SHOWS + channels)
+    with pytest.raises(ConfigError) as info:
+        load_settings(path)
+    message = info.value.format_message()
+    assert message == f"config file {path}: {needle}"
+
+
+def test_one_channel_may_have_separate_entries_for_separate_shows(tmp_path: Path) -> None:
+    channels = (
+        '[[channels]]\nid = "C1AB"\nshows = ["PyTorch"]\nkeywords = ["inductor"]\n'
+        '[[channels]]\nid = "C1AB"\nshows = ["Rust"]\n'
+        '[[channels]]\nid = "C2AB"\nshows = ["PyTorch"]\n'
+    )
+    settings = load_settings(write(tmp_path, TWO_SHOWS + channels))
+    assert [c.id for c in settings.channels] == ["C1AB", "C1AB", "C2AB"]

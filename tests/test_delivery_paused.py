@@ -11,10 +11,11 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from bot.delivery import Deliverer
+from bot.commands.parse import Subscribe, parse_command
+from bot.delivery import Deliverer, paused_notice
 from bot.poll import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.store import Store
+from digests.store import Store, Subscription
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item
 from tests.slackfake import SlackFake
@@ -71,7 +72,8 @@ async def test_the_subscriber_hears_of_a_pause_once(
     (ada,) = dm_texts(slack_fake, "U0ADA")
     assert ada == (
         "I stopped posting *PyTorch*, *Rust* digests to <#C1>: the channel is archived. "
-        "To resume, fix that and run `/episodes subscribe` in the channel again."
+        "To resume, fix that and run `/episodes subscribe PyTorch briefing` and "
+        "`/episodes subscribe Rust` in the channel."
     )
     (bob,) = dm_texts(slack_fake, "U0BOB")
     assert "<#C4>" in bob and "I am not a member and cannot join it" in bob
@@ -98,3 +100,33 @@ async def test_the_subscriber_hears_of_a_pause_once(
     await run_once(settings, store, deliverer.outbox, http, at, deliverer=deliverer)
     texts = dm_texts(slack_fake, "U0ADA")
     assert len(texts) == 2 and "Slack cannot find the channel" in texts[1]
+
+
+SHOWS = ["PyTorch", "Deep Learning", "Deep Learning Daily", "R&D <Weekly>"]
+
+
+@pytest.mark.parametrize(
+    ("show", "keywords"),
+    [
+        ("PyTorch", ()),
+        ("PyTorch", ("inductor",)),
+        # Unquoted, "Deep Learning daily" would be read as the longer show.
+        ("Deep Learning", ("daily", "compiler")),
+        ("Deep Learning Daily", ("compiler", "mps")),
+        ("R&D <Weekly>", ("a&b", "<x>")),
+        ("PyTorch", ("graph breaks", "it's")),
+    ],
+)
+def test_the_dm_gives_the_command_that_restores_each_subscription(
+    show: str, keywords: tuple[str, ...]
+) -> None:
+    subs = [
+        Subscription(TEAM, "C1", show, keywords=keywords, created_by="U0ADA"),
+        Subscription(TEAM, "C1", "PyTorch", keywords=("fsdp",), created_by="U0ADA"),
+    ]
+    text = paused_notice("C1", subs, "is_archived")["text"]
+    commands = text.split("`")[1::2]
+    assert len(commands) == 2 and all(c.startswith("/episodes ") for c in commands)
+    # The text inside the backticks is what Slack sends when it is copied and run.
+    parsed = [parse_command(c.removeprefix("/episodes "), SHOWS) for c in commands]
+    assert parsed == [Subscribe(show, keywords), Subscribe("PyTorch", ("fsdp",))]

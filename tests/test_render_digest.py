@@ -19,6 +19,7 @@ from digests.models import Episode, PullRequestRef, RecapEpisode
 from digests.render import Message, Renderer, limits
 from digests.render import blocks as b
 from digests.render.escape import ELLIPSIS
+from digests.render.renderer import says_more
 
 REPO = "https://github.com/pytorch/pytorch/pull"
 EVIL = "<!channel> & <https://evil.example|click>"
@@ -440,6 +441,50 @@ def test_thread_reply_is_empty_when_there_is_nothing_new(
     renderer: Renderer, changes: dict[str, Any], why: str
 ) -> None:
     assert renderer.thread_reply(episode(**changes)) == [], why
+
+
+SUMMARY = "Inductor learns to fuse reductions. Also a new MPS backend."
+PR_SENTENCE = "Only PR 199500 today."
+
+
+@pytest.mark.parametrize(
+    ("text", "contexts", "more"),
+    [
+        ("", [PR_SENTENCE], False),
+        ("Inductor learns to fuse reductions.", [], False),
+        # The transcript is the PR sentence the digest already shows in its Key PRs lines.
+        (PR_SENTENCE, [PR_SENTENCE], False),
+        ("only pr 199500  today", [PR_SENTENCE], False),
+        # Every sentence is somewhere already: in the summary or among the PRs' sentences.
+        (f"{PR_SENTENCE} Also a new MPS backend!", [PR_SENTENCE], False),
+        (f"Also a new MPS backend.\n{PR_SENTENCE}", ["PR 1 first.", PR_SENTENCE], False),
+        ('"Only PR 199500 today." Inductor learns to fuse reductions.', [PR_SENTENCE], False),
+        # One sentence the digest does not have is enough.
+        (f"{PR_SENTENCE} The release slips a week.", [PR_SENTENCE], True),
+        (PR_SENTENCE, [], True),
+        (PR_SENTENCE, ["Only PR 199501 today."], True),
+        ("Inductor learns to fuse reductions and more.", [PR_SENTENCE], True),
+        ("Anything at all.", ["", "  "], True),
+    ],
+)
+def test_says_more_only_with_a_sentence_the_digest_lacks(
+    text: str, contexts: list[str], more: bool
+) -> None:
+    assert says_more(text, SUMMARY, contexts) is more
+
+
+def test_thread_reply_skips_a_transcript_that_is_only_the_pr_sentences(
+    renderer: Renderer,
+) -> None:
+    only = episode(
+        summary="A quiet day.",
+        pull_requests=(pr(199500, PR_SENTENCE),),
+        transcript=PR_SENTENCE,
+    )
+    assert renderer.thread_reply(only) == []
+    more = only.model_copy(update={"transcript": f"{PR_SENTENCE} And a surprise."})
+    (reply,) = renderer.thread_reply(more)
+    assert "And a surprise." in reply["text"] or "And a surprise." in json.dumps(reply)
 
 
 def test_key_prs_is_empty_without_prs_or_transcript(renderer: Renderer) -> None:

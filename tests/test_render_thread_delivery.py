@@ -23,6 +23,9 @@ NOW = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)
 CHANNEL = "C1"
 
 
+MORE = "The release slips a week."
+
+
 def ten_prs() -> str:
     return " ".join(f"PR {199900 + n} moves part {n} along." for n in range(10))
 
@@ -32,10 +35,15 @@ def ten_prs() -> str:
     [
         # Every PR in the digest, show notes that repeat the summary: no thread reply at all.
         (rss_item(3, summary="PR 199603 lands a fix.", prs="PR 199603 lands a fix."), [], False),
+        # Every PR in the digest, a transcript that is only their sentences: nothing to add.
+        (rss_item(3, prs="PR 199603 lands a fix; PR 199703 follows up."), [], False),
         # Every PR in the digest, a transcript with more to say: the transcript only.
         (rss_item(3), [], True),
+        (rss_item(3, prs=f"{MORE} PR 199603 lands a fix."), [], True),
         # Ten PRs, eight in the digest: the other two, then the transcript.
-        (rss_item(3, prs=ten_prs()), [199908, 199909], True),
+        (rss_item(3, prs=f"{ten_prs()} {MORE}"), [199908, 199909], True),
+        # ... and without the transcript when it only repeats the PRs' sentences.
+        (rss_item(3, prs=ten_prs()), [199908, 199909], False),
     ],
 )
 async def test_thread_reply_under_a_delivered_digest(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import calendar
 import difflib
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -45,6 +46,14 @@ _BARE_WEEK_RE = re.compile(r"^w?(\d{1,2})$", re.IGNORECASE)
 _PR_RE = re.compile(r"^#?(\d+)$")
 _NEGATIVE_PR_RE = re.compile(r"^#?-\d+$")
 _URL_RE = re.compile(r"^https?://\S+$", re.IGNORECASE)
+# A pasted pull-request link: github.com/<owner>/<repo>/pull/<n>, maybe with /files, a query
+# or an anchor after it. Any repository: the archive is searched by number alone.
+_PR_LINK_RE = re.compile(
+    r"^https?://(?:www\.)?github\.com/[\w.-]+/[\w.-]+/pull/(\d+)(?:[/?#]\S*)?$", re.IGNORECASE
+)
+# Straight and curly quotes people put around a show name or a keyword (Slack turns "
+# into “ ” on some keyboards).
+QUOTES = "\"'“”„‘’‚«»"
 
 _MONTHS = {
     name: number
@@ -326,6 +335,10 @@ def parse_date(value: str, subcommand: str, today: date | None = None) -> date:
 
 
 def parse_pr(value: str, subcommand: str) -> int:
+    """A PR number: ``199720``, ``#199720`` or a pasted GitHub pull-request link."""
+    link = episode_link(value)
+    if link is not None and (found := _PR_LINK_RE.match(link)):
+        value = found.group(1)
     if _NEGATIVE_PR_RE.match(value):
         raise CommandError(msg.PR_START.format(value=_quote(value)), subcommand)
     match = _PR_RE.match(value)
@@ -431,45 +444,95 @@ def _parse_week(args: list[str], today: date | None) -> Week:
     return week_containing(day)
 
 
+def _fold(name: str) -> str:
+    """A name as compared: case, Unicode look-alikes (full-width letters) and runs of
+    spaces do not count."""
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
 def _match_show(word: str, shows: Sequence[str]) -> str | None:
-    wanted = word.casefold()
-    return next((s for s in shows if s.casefold() == wanted), None)
+    wanted = _fold(word)
+    return next((s for s in shows if _fold(s) == wanted), None)
+
+
+@dataclass(frozen=True)
+class Arg:
+    text: str
+    quoted: bool  # a quoted run of words: one argument, never part of a longer name
+
+
+def unquote_words(words: Sequence[str]) -> list[Arg]:
+    """Words with quoted runs joined: ``"Deep Learning Daily" compiler`` → ``Deep Learning
+    Daily``, ``compiler``. Quotes around a word are dropped (a quote left open only from the
+    word it is on), and so are words that were nothing but quotes."""
+    out: list[Arg] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        end = i
+        if word[0] in QUOTES and not (len(word) > 1 and word[-1] in QUOTES):
+            end = next((j for j in range(i + 1, len(words)) if words[j][-1] in QUOTES), i)
+        joined = " ".join(words[i : end + 1]).strip(QUOTES).strip()
+        if joined:
+            out.append(Arg(joined, end > i))
+        i = end + 1
+    return out
+
+
+def _quote_arg(value: str) -> str:
+    """One argument as ``unquote_words`` reads it back: quoted when it has spaces."""
+    return f'"{value}"' if len(value.split()) > 1 else value
+
+
+def subscribe_text(show: str, keywords: Sequence[str] = ()) -> str:
+    """The arguments of the ``subscribe`` that makes exactly this subscription (without
+    the ``subscribe``); ``parse_command`` reads them back to the same show and keywords."""
+    return " ".join(_quote_arg(arg) for arg in (show, *keywords))
 
 
 def _show_list(shows: Sequence[str]) -> str:
     return ", ".join(shows) if shows else "none"
 
 
-def _leading_show(args: list[str], shows: Sequence[str]) -> tuple[str | None, list[str]]:
-    """The configured show the words start with (longest match: names may have spaces)."""
-    for k in range(len(args), 0, -1):
-        show = _match_show(" ".join(args[:k]), shows)
+def _leading_show(args: list[Arg], shows: Sequence[str]) -> tuple[str | None, list[str]]:
+    """The configured show the words start with (longest match: names may have spaces; a
+    quoted name is the whole name)."""
+    texts = [a.text for a in args]
+    longest = next((k for k in range(1, len(args)) if args[k].quoted or args[0].quoted), None)
+    for k in range(longest or len(args), 0, -1):
+        show = _match_show(" ".join(texts[:k]), shows)
         if show is not None:
-            return show, args[k:]
-    return None, args
+            return show, texts[k:]
+    return None, texts
 
 
 def _close_show(args: list[str], shows: Sequence[str]) -> tuple[str, str] | None:
     """(the words, the show) when the leading words look like a typo of a show's name."""
     best: tuple[float, str, str] | None = None
+    # Word by word: a quoted name arrives as one argument.
+    flat = " ".join(args).split()
     for show in shows:
-        words = " ".join(args[: len(show.split())])
-        ratio = difflib.SequenceMatcher(None, words.casefold(), show.casefold()).ratio()
+        words = " ".join(flat[: len(show.split())])
+        if _fold(words) == _fold(show):
+            continue  # never "did you mean" the very name typed
+        ratio = difflib.SequenceMatcher(None, _fold(words), _fold(show)).ratio()
         if ratio >= TYPO_CUTOFF and (best is None or ratio > best[0]):
             best = (ratio, words, show)
     return (best[1], best[2]) if best else None
 
 
-def _parse_subscribe(args: list[str], shows: Sequence[str]) -> Subscribe:
+def _parse_subscribe(words: list[str], shows: Sequence[str]) -> Subscribe:
     if not shows:
         raise CommandError(msg.NO_SHOWS, "subscribe")
-    show, rest = _leading_show(args, shows)
+    quoted = unquote_words(words)
+    args = [a.text for a in quoted]
+    show, rest = _leading_show(quoted, shows)
     close = _close_show(args, shows) if show is None and args else None
     if close is not None:
         # A misspelt show must not quietly become a keyword filter (replacing what the
         # channel had).
-        words, near = close
-        raise CommandError(msg.SHOW_TYPO.format(name=_quote(words), show=near), "subscribe")
+        typed, near = close
+        raise CommandError(msg.SHOW_TYPO.format(name=_quote(typed), show=near), "subscribe")
     if show is not None:
         keywords = rest
     elif len(shows) == 1:
@@ -492,7 +555,8 @@ def _parse_subscribe(args: list[str], shows: Sequence[str]) -> Subscribe:
     return Subscribe(show, tuple(seen.values()))
 
 
-def _parse_unsubscribe(args: list[str], shows: Sequence[str]) -> Unsubscribe:
+def _parse_unsubscribe(words: list[str], shows: Sequence[str]) -> Unsubscribe:
+    args = [a.text for a in unquote_words(words)]
     if not args:
         return Unsubscribe()
     name = " ".join(args)
@@ -588,9 +652,9 @@ def _canonical(command: Command) -> str:
         case Week(year, number):
             return f"week {year}-W{number:02d}" if year and number else "week"
         case Subscribe(show, keywords):
-            return " ".join(["subscribe", show, *keywords])
+            return f"subscribe {subscribe_text(show, keywords)}"
         case Unsubscribe(show):
-            return f"unsubscribe {show}" if show else "unsubscribe"
+            return f"unsubscribe {_quote_arg(show)}" if show else "unsubscribe"
         case ListSubscriptions():
             return "list"
         case Status():

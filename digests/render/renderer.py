@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, tzinfo
 from pathlib import Path
@@ -87,7 +88,11 @@ class Renderer:
         return self._thread(
             episode,
             first=min(self.max_prs, len(episode.pull_requests)),
-            transcript=says_more(episode.transcript, episode.summary),
+            transcript=says_more(
+                episode.transcript,
+                episode.summary,
+                [pr.context for pr in episode.pull_requests],
+            ),
         )
 
     def key_prs(self, episode: Episode) -> list[Message]:
@@ -129,11 +134,28 @@ class Renderer:
         return Mrkdwn(oneline(self._macro("episode_line", episode)))
 
 
-def says_more(text: str, than: str) -> bool:
-    """Whether ``text`` adds anything to ``than``: feeds often repeat the description as
-    their show notes, and a copy of the summary under the digest is noise."""
+# Where a sentence ends: . ! ? … (and closing quotes or brackets) before a space.
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?…])[\"')\]’”]*\s+")
+_QUOTES = "\"'“”‘’()[] "
+
+
+def says_more(text: str, than: str, contexts: Sequence[str] = ()) -> bool:
+    """Whether ``text`` adds anything to ``than`` and the PRs' ``contexts``: feeds often
+    repeat the description as their show notes, or a transcript is only the sentences the
+    digest already quotes for its PRs, and a copy of those under the digest is noise.
+
+    It adds nothing when it is found whole in one of them, or when every sentence of it is
+    (case and spacing aside, and the sentence's final stop, which a quote may drop)."""
     words = oneline(text).casefold()
-    return bool(words) and words not in oneline(than).casefold()
+    if not words:
+        return False
+    known = [oneline(t).casefold() for t in (than, *contexts) if t.strip()]
+    if any(words in k for k in known):
+        return False
+    sentences = (
+        s.strip(_QUOTES).rstrip(".!?…").strip(_QUOTES) for s in _SENTENCE_END_RE.split(words)
+    )
+    return any(s and not any(s in k for k in known) for s in sentences)
 
 
 def template_error(template: str, exc: TemplateError) -> ConfigError:
