@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -132,6 +133,17 @@ def test_foreign_namespace_duration_is_not_itunes() -> None:
         ("a < b and c > d", "a < b and c > d"),
         # Entity-encoded HTML is markup; doubly encoded text stays text (render escapes it).
         ("&lt;b&gt;bold&lt;/b&gt; &amp;lt;!channel&amp;gt;", "bold <!channel>"),
+        # Slack's own syntax typed by the writer is words, in HTML or not (render escapes it).
+        (
+            "Ping <@U0ADMIN> and <https://evil.example|free GPUs> and <!here>.",
+            "Ping <@U0ADMIN> and <https://evil.example|free GPUs> and <!here>.",
+        ),
+        (
+            "<p>Hi <!channel>, see <#C0123|general></p><p>Next.</p>",
+            "Hi <!channel>, see <#C0123|general> Next.",
+        ),
+        ("&lt;p&gt;Hi &lt;!everyone&gt;&lt;/p&gt;", "Hi <!everyone>"),
+        ("<!-- a comment --><p>Only this</p>", "Only this"),
     ],
 )
 def test_html_in_descriptions_becomes_text(description: str, expected: str) -> None:
@@ -786,3 +798,19 @@ def test_pathological_input_is_handled(data: bytes) -> None:
     assert len(episodes) <= 1
     for episode in episodes:
         assert len(episode.pull_requests) <= 200
+
+
+def test_slack_syntax_kept_as_text_is_escaped_in_the_digest_and_names_its_pr() -> None:
+    from digests.render import Renderer
+
+    description = (
+        "<p>Hello <!here>: see <https://github.com/pytorch/pytorch/pull/199960|the fix>.</p>"
+    )
+    item = (
+        "<item><title>PyTorch: T</title><guid>g</guid>"
+        f"<description><![CDATA[{description}]]></description></item>"
+    )
+    (episode,) = episodes_of(parse_bytes(rss(item), "feed"))
+    assert numbers(episode) == [199960]
+    digest = json.dumps(Renderer().digest(episode))
+    assert "&lt;!here&gt;" in digest and "<!here>" not in digest

@@ -156,18 +156,38 @@ def looks_html(text: str) -> bool:
     return "<" in text and _LOOKS_HTML.search(text) is not None
 
 
+# Slack's own syntax typed into feed text (<@U123>, <!here>, <https://x|label>) is words the
+# writer meant, not markup: HTML parsing would drop it, so it is kept as text (rendering
+# escapes it for mrkdwn like any feed text, so it never pings or links).
+_SLACK_SYNTAX = re.compile(
+    r"<(?:[@#][A-Z0-9][A-Za-z0-9]{1,30}(?:\|[^<>\n]{0,200})?"
+    r"|!(?:here|channel|everyone)\b[^<>\n]{0,200}"
+    r"|!(?:subteam|date)\^[^<>\n]{0,300}"
+    r"|https?://[^\s<>|]{1,2000}(?:\|[^<>\n]{0,300})?)>"
+)
+
+
+def _keep_slack_syntax(value: str) -> str:
+    """``value`` with Slack-syntax tokens entity-escaped, so HTML → text gives them back."""
+    return _SLACK_SYNTAX.sub(lambda m: html.escape(m.group(0), quote=False), value)
+
+
 def to_text(value: str | None) -> str:
     """A feed text field as plain text: HTML → paragraphs, entities decoded, capped."""
     if not value:
         return ""
     value = cap(value, MAX_TEXT * 2)
-    if "<" in value and looks_html(value):
-        return cap(html_to_text(value))
+    if "<" in value:
+        kept = _keep_slack_syntax(value)
+        if looks_html(kept):
+            return cap(html_to_text(kept))
     if "&" in value:
         # Double-escaped feeds ("&amp;amp;", "&lt;p&gt;" inside CDATA) are common.
         value = html.unescape(value)
-        if "<" in value and looks_html(value):
-            return cap(html_to_text(value))
+        if "<" in value:
+            kept = _keep_slack_syntax(value)
+            if looks_html(kept):
+                return cap(html_to_text(kept))
     return cap(paragraphs(value))
 
 
