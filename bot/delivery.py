@@ -39,8 +39,9 @@ from bot import messages as msg
 from bot.outbox import Outbox, PostFailure, metadata_for
 from digests.errors import StoreError
 from digests.render import escape
-from digests.store import Store, Subscription
+from digests.store import Store
 from digests.store.ledger import Ident, Ledger, LedgerRow, NewRow, OwnerLock, Transaction
+from digests.types import Subscription
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from bot.commands.subscriptions import subscription_line
 from config.settings import CHANNEL_ID_PATTERN
 from digests.models import Episode
 from digests.render import blocks, escape, limits
-from digests.store import Subscription
+from digests.types import Subscription
 
 log = logging.getLogger(__name__)
 

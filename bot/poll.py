@@ -34,8 +34,9 @@ from digests.fetch import fetch
 from digests.models import Episode
 from digests.parse import parse_bytes
 from digests.render import Renderer, mrkdwn
-from digests.store import FetchState, Store, Subscription
+from digests.store import Store
 from digests.store.ledger import Ledger, ShowLock
+from digests.types import FetchState, Subscription
 
 log = logging.getLogger(__name__)
 

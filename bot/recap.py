@@ -32,7 +32,8 @@ from digests.recap import aggregate, week_bounds, week_of
 from digests.render import Renderer
 from digests.render.limits import Message
 from digests.render.recap import render_recap
-from digests.store import Store, Subscription
+from digests.store import Store
+from digests.types import Subscription
 
 __all__ = [
     "RECAP_GRACE",

@@ -10,19 +10,24 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
 
 from digests.models import Episode
-from digests.store.records import FetchState, Subscription
-
-LedgerState = Literal["pending", "posting", "posted", "failed", "paused"]
-Action = Literal["post", "update"]
+from digests.types import (
+    Action,
+    Due,
+    FetchState,
+    LedgerEntry,
+    LedgerState,
+    Notice,
+    Subscription,
+)
 
 # Rows in these states never reached a known end: deciding again re-offers them and the
 # deliverer's claim protocol resolves whether the earlier attempt landed.
-UNFINISHED: frozenset[str] = frozenset({"pending", "posting", "paused"})
+UNFINISHED: frozenset[str] = frozenset(
+    {LedgerState.PENDING, LedgerState.POSTING, LedgerState.PAUSED}
+)
 
 # New digests one channel may get in one poll (the newest ones), unless the configured
 # backfill asks for more.
@@ -46,35 +51,6 @@ def episode_key(show: str, guid: str) -> str:
     if len(key) <= MAX_KEY:
         return key
     return f"{show[:200]}:sha256:{hashlib.sha256(guid.encode()).hexdigest()}"
-
-
-@dataclass(frozen=True)
-class LedgerEntry:
-    """What the ledger holds for one (team, channel, kind, key)."""
-
-    state: str
-    content_hash: str = ""
-
-
-@dataclass(frozen=True)
-class Due:
-    """A delivery the poll owes: post a new digest, or update one already posted."""
-
-    team_id: str
-    channel_id: str
-    show: str
-    episode: Episode
-    action: Action
-    key: str
-
-
-@dataclass(frozen=True)
-class Notice:
-    """A one-off line to a show's channels: its feed started failing or recovered."""
-
-    kind: Literal["failing", "recovered"]
-    key: str
-    text: str
 
 
 def matches(episode: Episode, keywords: Iterable[str]) -> bool:
@@ -178,11 +154,11 @@ def decide(
 
 def _action(entry: LedgerEntry | None, content_hash: str) -> Action | None:
     if entry is None or entry.state in UNFINISHED:
-        return "post"
-    if entry.state == "posted":
-        return "update" if entry.content_hash != content_hash else None
-    if entry.state == "failed":
-        return "post" if entry.content_hash != content_hash else None
+        return Action.POST
+    if entry.state == LedgerState.POSTED:
+        return Action.UPDATE if entry.content_hash != content_hash else None
+    if entry.state == LedgerState.FAILED:
+        return Action.POST if entry.content_hash != content_hash else None
     return None
 
 

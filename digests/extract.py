@@ -17,6 +17,7 @@ import isodate
 
 from digests.models import Episode, ParsedSource, PullRequestRef, RawEntry
 from digests.parse.text import paragraphs, squash, stable_guid
+from digests.types import UNKNOWN_DATE
 
 __all__ = [
     "build_episodes",
@@ -30,8 +31,6 @@ __all__ = [
     "transcript",
 ]
 
-# An item with no usable date sorts last, the same on every poll (never "now").
-UNKNOWN_DATE = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_DURATION = 7 * 24 * 3600
 MAX_CONTEXT = 400
 MAX_PULL_REQUESTS = 200

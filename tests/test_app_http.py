@@ -16,7 +16,8 @@ from bot.server import build_asgi
 from config.settings import Settings
 from digests.models import PullRequestRef
 from digests.render import Renderer
-from digests.store import FetchState, Store
+from digests.store import Store
+from digests.types import FetchState
 from tests.fixtures.app import (
     CHANNEL,
     PAGE_URL,

@@ -8,8 +8,6 @@ import pytest
 
 from digests.decide import (
     FAILING_AFTER,
-    Due,
-    LedgerEntry,
     candidate_episodes,
     decide,
     episode_key,
@@ -18,7 +16,7 @@ from digests.decide import (
     next_poll_at,
 )
 from digests.models import Episode
-from digests.store.records import FetchState, Subscription
+from digests.types import Due, FetchState, LedgerEntry, Subscription
 
 SHOW = "PyTorch"
 T0 = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)

@@ -15,7 +15,8 @@ from bot.commands.parse import Subscribe, parse_command
 from bot.delivery import Deliverer, paused_notice
 from bot.poll import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.store import Store, Subscription
+from digests.store import Store
+from digests.types import Subscription
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item
 from tests.slackfake import SlackFake

@@ -10,7 +10,6 @@ import pytest
 
 from digests import extract
 from digests.extract import (
-    UNKNOWN_DATE,
     build_episodes,
     duration_seconds,
     headline,
@@ -22,6 +21,7 @@ from digests.extract import (
     transcript,
 )
 from digests.models import ParsedSource, PullRequestRef, RawEntry
+from digests.types import UNKNOWN_DATE
 
 REPO = "pytorch/pytorch"
 

@@ -9,8 +9,9 @@ import pytest
 import sqlalchemy as sa
 
 from digests.models import Episode, PullRequestRef, guid_key
-from digests.store import FetchState, Store, Subscription
+from digests.store import Store
 from digests.store.schema import episode_prs, episodes
+from digests.types import FetchState, Subscription
 from tests.fixtures.store import SAMPLE_NOW
 
 LATER = SAMPLE_NOW + timedelta(hours=5)

@@ -10,10 +10,10 @@ import sqlalchemy as sa
 from bot.delivery import Deliverer
 from bot.poll import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.extract import UNKNOWN_DATE
 from digests.models import Episode
 from digests.store import Store
 from digests.store.schema import episodes
+from digests.types import UNKNOWN_DATE
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item, slack_outbox
 from tests.fixtures.store import SAMPLE_NOW

@@ -31,7 +31,7 @@ from digests.models import Episode
 from digests.recap import week_bounds
 from digests.render import escape
 from digests.render.limits import Message
-from digests.store import PrMention
+from digests.types import PrMention
 
 MAX_MENTIONS = 20
 MAX_SEARCH = 10

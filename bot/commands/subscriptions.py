@@ -12,7 +12,7 @@ from bot.commands.parse import ListSubscriptions, Status, Subscribe, Unsubscribe
 from bot.commands.replies import Block, divider, message, nothing, section
 from digests.render import escape
 from digests.render.limits import Message
-from digests.store import FetchState, Subscription
+from digests.types import FetchState, Subscription
 
 
 def _keywords(keywords: Sequence[str]) -> str:

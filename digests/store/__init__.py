@@ -5,12 +5,6 @@
 (``ledger.py``) works on ``Store.engine``. Test fixtures: ``tests/fixtures/store.py``.
 """
 
-from digests.store.records import (
-    FetchState,
-    PrMention,
-    Subscription,
-    UpsertResult,
-)
 from digests.store.store import Store
 
-__all__ = ["FetchState", "PrMention", "Store", "Subscription", "UpsertResult"]
+__all__ = ["Store"]

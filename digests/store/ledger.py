@@ -29,13 +29,12 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.pool import NullPool
 
-from digests.decide import LedgerEntry
 from digests.errors import StoreError
 from digests.store.schema import deliveries
+from digests.types import Ident, LedgerEntry
 
 T = TypeVar("T")
 
-Ident = tuple[str, str, str, str]  # (team_id, channel_id, kind, key)
 # An open ledger transaction, opaque to callers: they hand it back to Ledger methods and
 # never query it themselves, so SQL stays inside the store package.
 Transaction = sa.Connection

@@ -26,9 +26,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 from digests.errors import StoreError
-from digests.extract import UNKNOWN_DATE
 from digests.models import Episode, PullRequestRef, guid_key
-from digests.store.records import FetchState, PrMention, Subscription, UpsertResult
 from digests.store.schema import (
     PG_SEARCH_COLUMN,
     SQLITE_FTS_TABLE,
@@ -36,6 +34,14 @@ from digests.store.schema import (
     episodes,
     shows,
     subscriptions,
+)
+from digests.types import (
+    UNKNOWN_DATE,
+    EpisodeStatus,
+    FetchState,
+    PrMention,
+    Subscription,
+    UpsertResult,
 )
 
 _T = TypeVar("_T")
@@ -436,8 +442,12 @@ class Store:
         new_set, changed_set = set(new_keys), set(changed_keys)
         results: list[UpsertResult] = []
         for key in batch:
-            status: Literal["new", "changed", "unchanged"] = (
-                "new" if key in new_set else "changed" if key in changed_set else "unchanged"
+            status = (
+                EpisodeStatus.NEW
+                if key in new_set
+                else EpisodeStatus.CHANGED
+                if key in changed_set
+                else EpisodeStatus.UNCHANGED
             )
             results.append(UpsertResult(episode=dated[key], status=status))
         return results

@@ -1,0 +1,134 @@
+"""The records the pipeline's stages hand each other: one place, no SQL, no Slack.
+
+Fetch state and subscriptions come out of the store, upsert results and ledger entries
+go into the decider, ``Due`` and ``Notice`` come out of it. Every stage imports these from
+here, so no stage needs another stage's module for a name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Literal
+
+from digests.models import Episode
+
+# A feed item with no usable date carries this until the store dates it (when first seen,
+# or by its place in the feed).
+UNKNOWN_DATE = datetime(1970, 1, 1, tzinfo=UTC)
+
+Ident = tuple[str, str, str, str]  # a delivery: (team_id, channel_id, kind, key)
+
+
+def is_undated(when: datetime) -> bool:
+    return when == UNKNOWN_DATE
+
+
+class EpisodeStatus(StrEnum):
+    """What one poll found for a stored episode."""
+
+    NEW = "new"
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+
+
+class LedgerState(StrEnum):
+    """A delivery's state in the ledger.
+
+    ``pending`` (planned, certainly not posted) → ``posting`` (claimed; the post may or may
+    not have landed) → ``posted`` (``ts`` known) / ``failed`` (Slack refused it for good) /
+    ``paused`` (the channel is unreachable; offered again when it is resumed).
+    """
+
+    PENDING = "pending"
+    POSTING = "posting"
+    POSTED = "posted"
+    FAILED = "failed"
+    PAUSED = "paused"
+
+
+class Action(StrEnum):
+    """What a due delivery does in Slack."""
+
+    POST = "post"
+    UPDATE = "update"
+
+
+@dataclass(frozen=True)
+class FetchState:
+    """Per-show polling state: conditional-GET validators, failures and the next poll."""
+
+    etag: str | None = None
+    last_modified: str | None = None
+    last_polled_at: datetime | None = None
+    last_success_at: datetime | None = None
+    last_error: str | None = None
+    failures: int = 0
+    next_poll_at: datetime | None = None
+    failing_notified: bool = False
+
+
+@dataclass(frozen=True)
+class UpsertResult:
+    episode: Episode
+    status: EpisodeStatus
+
+
+@dataclass(frozen=True)
+class PrMention:
+    episode: Episode
+    context: str
+
+
+@dataclass(frozen=True)
+class Subscription:
+    team_id: str
+    channel_id: str
+    show: str
+    keywords: tuple[str, ...] = ()
+    recap: bool = True
+    paused_reason: str | None = None
+    paused_at: datetime | None = None
+    source: Literal["config", "slash"] = "slash"
+    created_at: datetime | None = field(default=None, compare=False)
+    created_by: str | None = None  # Slack user id; None for the config file's
+    # A config-file subscription a user unsubscribed (kept so restarts do not revive it).
+    unsubscribed_at: datetime | None = field(default=None, compare=False)
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_reason is not None
+
+    @property
+    def unsubscribed(self) -> bool:
+        return self.unsubscribed_at is not None
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """What the ledger holds for one (team, channel, kind, key)."""
+
+    state: LedgerState | str
+    content_hash: str = ""
+
+
+@dataclass(frozen=True)
+class Due:
+    """A delivery the poll owes: post a new digest, or update one already posted."""
+
+    team_id: str
+    channel_id: str
+    show: str
+    episode: Episode
+    action: Action
+    key: str
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A one-off line to a show's channels: its feed started failing or recovered."""
+
+    kind: Literal["failing", "recovered"]
+    key: str
+    text: str
