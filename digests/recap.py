@@ -9,8 +9,10 @@ a DST change is 167 or 169 hours long, and weeks tile time with no gap or overla
 Recurring subjects — method and why
 -----------------------------------
 Each episode is one document: its headline plus its summary. Candidates are word n-grams
-(1–3 words) that never cross punctuation and contain no stopword (English function words,
-the show names, and briefing boilerplate such as "fixes", "update", "today"). Words are
+(1–3 words) that never cross punctuation and contain no stopword: the English list of the
+``stop-words`` package (function words and fillers such as "side" or "whereas", maintained
+upstream rather than by us), the show names, and briefing boilerplate no general list has
+("fixes", "update", "today", "notes", "dominates"). Words are
 compared case-folded with a light plural fold ("kernels" = "kernel", "fixes" = "fix").
 A candidate's score is its *document frequency*: in how many of the week's episodes it
 appears. Only candidates in at least two episodes are kept — a subject is something that
@@ -38,7 +40,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
 from zoneinfo import ZoneInfo
+
+from stop_words import get_stop_words
 
 from digests.decide import matches
 from digests.errors import DigestError
@@ -115,22 +120,29 @@ def parse_week(text: str) -> tuple[int, int]:
 
 # -- subjects ---------------------------------------------------------------------------------
 
-_STOPWORD_TEXT = """
-    a about above after again against all also am an and any are as at be because been
-    before being below between both but by can could did do does doing down during each
-    few for from further had has have having he her here hers him his how i if in into is
-    it its itself just let lets me more most my no nor not now of off on once only or other
-    our ours out over own same she should so some such than that the their theirs them then
-    there these they this those through to too under until up very was we were what when
-    where which while who whom why will with would you your yours via per vs versus across
-    among around get gets got make makes made one two three first second third finally next
-    new way ways still yet back plus lot lots much many well
+# Briefing boilerplate and transcript filler no general stop list has: words every episode
+# of such a show uses whatever it covers.
+_BOILERPLATE = """
+    via per vs versus across among get gets got make makes made one two three first second
+    third finally next new way ways still yet back plus lot lots much many well
     today day days week weeks daily morning episode episodes briefing show podcast update
     updates fix fixes fixed change changes changed work works improvement improvements
     support supports round rounds push pushes land lands landed bring brings brought
     pr prs pull request requests commit commits repository repo weekly recap
+    note notes side sides dominate dominates dominated cover covers covered
+    talk talks discuss discusses mention mentions mentioned
 """
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+@lru_cache(maxsize=1)
+def stopwords() -> frozenset[str]:
+    """English stop words (the ``stop-words`` package's list) plus briefing boilerplate.
+
+    A maintained list of function words and fillers, so "side" or "whereas" never turns
+    into a subject however often a week says it.
+    """
+    words = {w.casefold() for w in get_stop_words("en")} | set(_BOILERPLATE.split())
+    return frozenset(words | {_fold(w) for w in words})
 
 # A token: letters/digits with inner joiners, so "all-gather", "torch.compile", "C++" and
 # "fp8" survive; a trailing sentence period is not part of the word.
@@ -174,9 +186,22 @@ class _Candidate:
     forms: Counter[str] = field(default_factory=Counter)
 
 
-def _contains(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
-    n = len(shorter)
-    return any(longer[i : i + n] == shorter for i in range(len(longer) - n + 1))
+def _covered(recurring: Sequence[_Candidate]) -> set[tuple[str, ...]]:
+    """Keys only ever seen inside a longer recurring phrase (as many episodes as it).
+
+    Each phrase names its own sub-phrases, so this is linear in the candidates rather than
+    comparing every pair.
+    """
+    docs = {c.key: len(c.docs) for c in recurring}
+    covered: set[tuple[str, ...]] = set()
+    for c in recurring:
+        n = len(c.key)
+        for size in range(1, n):
+            for i in range(n - size + 1):
+                part = c.key[i : i + size]
+                if docs.get(part) == docs[c.key]:
+                    covered.add(part)
+    return covered
 
 
 def subjects(
@@ -188,7 +213,7 @@ def subjects(
     max_words: int = 3,
 ) -> tuple[str, ...]:
     """Recurring subjects of ``(headline, summary)`` documents (see the module docstring)."""
-    stop = _STOPWORDS | {_fold(w) for s in extra_stopwords for w in s.split()}
+    stop = stopwords() | {_fold(w) for s in extra_stopwords for w in s.split()}
     candidates: dict[tuple[str, ...], _Candidate] = {}
     for doc, (headline, summary) in enumerate(documents):
         position = 0
@@ -207,14 +232,7 @@ def subjects(
                         cand.forms[" ".join(run[i : i + n])] += 1 if part == 0 else 2
                 position += len(run)
     recurring = [c for c in candidates.values() if len(c.docs) >= min_docs]
-    kept = [
-        c
-        for c in recurring
-        if not any(
-            len(o.key) > len(c.key) and len(o.docs) == len(c.docs) and _contains(o.key, c.key)
-            for o in recurring
-        )
-    ]
+    kept = [c for c in recurring if c.key not in _covered(recurring)]
     kept.sort(key=lambda c: (-len(c.docs), -len(c.headline_docs), -len(c.key), c.first))
     return tuple(_display(c) for c in kept[:limit])
 

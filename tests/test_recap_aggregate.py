@@ -350,3 +350,29 @@ def test_subjects_of_the_sample_week() -> None:
 def test_subjects_limit() -> None:
     docs = [(" ".join(f"word{i}x" for i in range(20)), "")] * 2
     assert len(subjects(docs, limit=5)) == 5
+
+
+def test_filler_and_function_words_are_never_subjects() -> None:
+    # Words a week of transcripts repeats whatever it covers: a maintained stop list
+    # (function words, "side", "whereas") plus briefing filler ("notes", "dominates").
+    docs = [
+        ("Side Notes: Inductor Dominates", "On the side, whereas the inductor notes dominate."),
+        ("More Side Notes", "Whereas autograd dominates, inductor is back on the side."),
+        ("Notes From the Side", "Inductor again dominates; whereas nothing else."),
+    ]
+    found = subjects(docs, extra_stopwords=["PyTorch"])
+    assert found == ("inductor",)
+
+
+def test_the_show_name_is_never_a_subject() -> None:
+    docs = [("JAX: Sharding", "JAX sharding again"), ("JAX Sharding Redux", "jax")]
+    assert subjects(docs, extra_stopwords=["JAX"]) == ("sharding",)
+
+
+def test_subjects_scale_linearly_not_pairwise() -> None:
+    # 400 distinct recurring phrases: a pairwise containment check would be 160,000
+    # comparisons; the sub-phrase index answers the same.
+    docs = [(f"alpha{i}x beta{i}x gamma{i}x", "") for i in range(400)] * 2
+    found = subjects(docs, limit=1000)
+    assert len(found) == 400
+    assert all(len(s.split()) == 3 for s in found)
