@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
 from operator import attrgetter
+from urllib.parse import unquote, urlsplit
 
 import isodate
 
@@ -63,6 +64,29 @@ def _headline(text: str, names: list[tuple[str, str]]) -> str:
         if m and m.end() < len(text):
             return text[m.end() :]
     return text
+
+
+def untitled_headline(link: str | None, when: datetime | None) -> str:
+    """A readable headline for an item with no title: its link's slug, else its date.
+
+    ``…/episodes/all-gather-showdown.html`` reads "All gather showdown"; an item with no
+    usable link either is an "Untitled episode" of its day.
+    """
+    slug = _slug(link or "")
+    if slug:
+        return slug
+    return f"Untitled episode of {when:%-d %b %Y}" if when else "Untitled episode"
+
+
+def _slug(link: str) -> str:
+    path = urlsplit(link).path if "://" in link else link
+    last = unquote(path.rstrip("/").rsplit("/", 1)[-1])
+    stem = re.sub(r"\.[A-Za-z0-9]{1,5}$", "", last)
+    words = " ".join(re.split(r"[-_+\s]+", stem)).strip()
+    # A bare number or hash (``/p/123``, ``/e/9f8a…``) says nothing to a reader.
+    if not words or not re.search(r"[A-Za-z]{2}", words) or re.fullmatch(r"[0-9a-f]{16,}", words):
+        return ""
+    return squash(words[0].upper() + words[1:])[:150]
 
 
 _SHOW_SEP = re.compile(r"\s*[:|]\s*|\s+[-–—]\s+")
@@ -541,6 +565,7 @@ def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
             # are the transcript's, scanned above once.
             description = lead(text)
         title = squash(entry.title)
+        when = published_at(entry.published)
         episodes.append(
             validate(
                 {
@@ -552,9 +577,10 @@ def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
                         names
                         if entry.show is None
                         else _show_names(show, parsed.show_title, entry.show),
-                    ),
+                    )
+                    or untitled_headline(entry.link, when),
                     "summary": description,
-                    "published_at": published_at(entry.published) or UNKNOWN_DATE,
+                    "published_at": when or UNKNOWN_DATE,
                     "duration_seconds": duration_seconds(entry.duration),
                     "url": entry.link or None,
                     "audio_url": entry.audio_url or None,

@@ -465,3 +465,38 @@ def test_rfc822_fast_path_agrees_with_email_utils(value: str) -> None:
     if expected.tzinfo is None:
         expected = expected.replace(tzinfo=UTC)
     assert published_at(value) == expected.astimezone(UTC)
+
+
+@pytest.mark.parametrize(
+    ("link", "published", "expected"),
+    [
+        (
+            "https://briefings.example/episodes/all-gather-showdown.html",
+            None,
+            "All gather showdown",
+        ),
+        ("https://briefings.example/e/flex_attention_lands/", None, "Flex attention lands"),
+        (
+            "https://briefings.example/p/12345",
+            "2026-10-05T13:00:00Z",
+            "Untitled episode of 5 Oct 2026",
+        ),
+        (
+            "https://briefings.example/e/9f8a7b6c5d4e3f2a1b0c",
+            "2026-10-05T13:00:00Z",
+            "Untitled episode of 5 Oct 2026",
+        ),
+        (None, "Mon, 05 Oct 2026 13:00:40 GMT", "Untitled episode of 5 Oct 2026"),
+        (None, None, "Untitled episode"),
+    ],
+)
+def test_an_item_with_neither_title_nor_description_gets_a_readable_headline(
+    link: str | None, published: str | None, expected: str
+) -> None:
+    parsed = ParsedSource(
+        kind="rss",
+        entries=(entry(guid="only-a-guid", title="", link=link or "", published=published),),
+    )
+    (episode,) = build_episodes(parsed, "PyTorch", REPO)
+    assert episode.headline == expected
+    assert episode.title == ""  # as published
