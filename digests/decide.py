@@ -80,6 +80,7 @@ def decide(
     backfill: int = 1,
     catch_up: int = CATCH_UP,
     first_seen: Mapping[str, datetime] | None = None,
+    archive_seen_at: datetime | None = None,
 ) -> list[Due]:
     """The deliveries due for ``show``, oldest episode first within each channel.
 
@@ -98,9 +99,11 @@ def decide(
       (the cap below, the first poll's archive) were seen no later than what it got. By
       publication date without it;
     - a channel that has nothing yet (among the candidates) gets the ``backfill`` newest,
-      so its first poll never floods it with the archive, plus those published after the
-      subscription was made (keyword channels whose first match arrives together with
-      another one);
+      so its first poll never floods it with the archive, plus every episode that came
+      after the subscription: published after it, or first seen after it and after the
+      show's first poll (``archive_seen_at``, when the store first had anything of the
+      show) — so a keyword channel gets each matching episode that arrives, however the
+      feed dates it and however many arrive at once;
     - but at most ``catch_up`` (or ``backfill``, when larger: a first poll gets all it
       asked for) new posts per channel in one go, the newest: a channel resumed after
       weeks archived gets the latest few, not a wall of digests, and the older ones stay
@@ -139,8 +142,8 @@ def decide(
                     # than the watermark was passed over (the catch-up cap) or never wanted.
                     fresh = arrival(episode) > since
                 else:
-                    fresh = episode.guid in newest or (
-                        sub.created_at is not None and episode.published_at >= sub.created_at
+                    fresh = episode.guid in newest or _after_subscription(
+                        episode, sub, seen.get(episode.guid), archive_seen_at
                     )
                 if not (fresh and matches(episode, sub.keywords)):
                     continue
@@ -150,6 +153,26 @@ def decide(
         dropped = set(new_keys[: max(0, len(new_keys) - cap)])
         due.extend(d for d in mine if d.key not in dropped)
     return due
+
+
+def _after_subscription(
+    episode: Episode,
+    sub: Subscription,
+    seen_at: datetime | None,
+    archive_seen_at: datetime | None,
+) -> bool:
+    """Whether ``episode`` reached the show after ``sub`` was made (not its archive)."""
+    if sub.created_at is None:
+        return False
+    if episode.published_at >= sub.created_at:
+        return True
+    # The archive read on the show's first poll is "first seen" after a subscription the
+    # config file made at start-up too, so only what came after that poll counts.
+    return (
+        seen_at is not None
+        and archive_seen_at is not None
+        and seen_at > max(sub.created_at, archive_seen_at)
+    )
 
 
 def _action(entry: LedgerEntry | None, content_hash: str) -> Action | None:

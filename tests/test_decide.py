@@ -456,3 +456,45 @@ def test_new_to_the_channel_is_by_when_the_bot_first_saw_it(
 ) -> None:
     result = decide(SHOW, candidates, [sub()], {("T1", "C1"): ledger}, first_seen=first_seen)
     assert [d.episode.guid for d in result] == expected
+
+
+def test_a_keyword_channel_gets_every_match_first_seen_after_it_subscribed() -> None:
+    # The feed dates these two before the subscription (a pubDate set when recorded), but
+    # the bot first saw them after it and after the show's first poll: both are new.
+    archive_poll = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
+    subscribed = datetime(2026, 10, 5, 9, 0, tzinfo=UTC)
+    later_poll = datetime(2026, 10, 6, 9, 0, tzinfo=UTC)
+    old = ep(1, headline="Inductor basics")  # the archive, also matching
+    a = ep(3, headline="Inductor guards")
+    b = ep(4, headline="Inductor fusion")
+    other = ep(2, headline="Autograd")
+    result = decide(
+        SHOW,
+        [old, other, a, b],
+        [sub(keywords=("inductor",), created_at=subscribed)],
+        {},
+        first_seen={
+            old.guid: archive_poll,
+            other.guid: archive_poll,
+            a.guid: later_poll,
+            b.guid: later_poll,
+        },
+        archive_seen_at=archive_poll,
+    )
+    assert plan(result) == [("C1", "g3", "post"), ("C1", "g4", "post")]
+
+
+def test_the_archive_read_after_a_config_subscription_is_not_new() -> None:
+    # A config-file subscription is made at start-up, a moment before the show's first
+    # poll reads its archive: only the backfill goes out.
+    subscribed = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)
+    first_poll = subscribed + timedelta(seconds=1)
+    result = decide(
+        SHOW,
+        [E1, E2, E3],
+        [sub(created_at=subscribed)],
+        {},
+        first_seen={e.guid: first_poll for e in (E1, E2, E3)},
+        archive_seen_at=first_poll,
+    )
+    assert plan(result) == [("C1", "g3", "post")]
