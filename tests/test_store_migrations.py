@@ -20,6 +20,7 @@ from alembic.script import ScriptDirectory
 
 from digests.models import Episode, guid_key
 from digests.store import Store
+from digests.store.ledger import Ledger
 from digests.store.schema import include_object, metadata
 from tests.fixtures.store import SAMPLE_NOW
 
@@ -50,7 +51,7 @@ def test_migrates_an_empty_database_to_head(db_url: str) -> None:
                 for u in sa.inspect(conn).get_unique_constraints("deliveries")
             }
         assert tables >= TABLES
-        assert current == head() == "0003"
+        assert current == head() == "0004"
         assert ("team_id", "channel_id", "kind", "key") in uniques
     finally:
         store.close()
@@ -255,3 +256,39 @@ def test_concurrent_pollers_store_each_episode_once(db_url: str) -> None:
     finally:
         for store in stores:
             store.close()
+
+
+def test_upgrade_from_0003_names_the_show_of_stored_episode_deliveries(db_url: str) -> None:
+    """Rows from before 0004 get the longest show name their key starts with, else NULL."""
+    store = Store(db_url)
+    try:
+        config = alembic_config()
+        with store.engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.upgrade(config, "0003")
+            conn.execute(
+                sa.insert(metadata.tables["shows"]),
+                [{"name": "PyTorch"}, {"name": "PyTorch: Nightly"}],
+            )
+            # Only the columns 0003 has (an insert names just the values given).
+            conn.execute(
+                sa.insert(metadata.tables["deliveries"]).values(
+                    team_id=sa.bindparam("t"),
+                    channel_id="C1",
+                    kind=sa.bindparam("kind"),
+                    key=sa.bindparam("k"),
+                    created_at=SAMPLE_NOW,
+                    updated_at=SAMPLE_NOW,
+                ),
+                [
+                    {"t": "T1", "kind": "episode", "k": "PyTorch:g1"},
+                    {"t": "T2", "kind": "episode", "k": "PyTorch: Nightly:g2"},
+                    {"t": "T3", "kind": "episode", "k": "Gone:g3"},
+                    {"t": "T4", "kind": "notice", "k": "PyTorch:failing:1"},
+                ],
+            )
+        store.migrate()
+        shows = {row.team_id: row.show for row in Ledger.for_store(store).all_rows()}
+        assert shows == {"T1": "PyTorch", "T2": "PyTorch: Nightly", "T3": None, "T4": None}
+    finally:
+        store.close()

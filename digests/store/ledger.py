@@ -31,7 +31,7 @@ from sqlalchemy.pool import NullPool
 
 from digests.errors import StoreError
 from digests.store.schema import deliveries
-from digests.types import Ident, LedgerEntry
+from digests.types import Ident, LedgerEntry, LedgerState
 
 T = TypeVar("T")
 
@@ -60,6 +60,7 @@ class LedgerRow:
     owner: str | None
     claimed_at: datetime | None
     updated_at: datetime
+    show: str | None = None  # episode rows: the show, so recovery need not parse the key
 
     @property
     def ident(self) -> Ident:
@@ -73,6 +74,7 @@ class NewRow:
     kind: str
     key: str
     content_hash: str = ""
+    show: str | None = None
 
 
 def _row(r: sa.Row[object]) -> LedgerRow:
@@ -92,6 +94,7 @@ def _row(r: sa.Row[object]) -> LedgerRow:
         owner=m["owner"],
         claimed_at=m["claimed_at"],
         updated_at=m["updated_at"],
+        show=m["show"],
     )
 
 
@@ -259,7 +262,8 @@ class Ledger:
                 "channel_id": r.channel_id,
                 "kind": r.kind,
                 "key": r.key,
-                "state": "pending",
+                "show": r.show,
+                "state": LedgerState.PENDING,
                 "content_hash": r.content_hash,
                 "attempts": 0,
                 "owner": owner,
@@ -288,7 +292,7 @@ class Ledger:
         post could carry, and the history search must reach back that far however many
         recoveries failed in between.
         """
-        claimed_at = row.claimed_at if row.state == "posting" and row.claimed_at else now
+        claimed_at = row.claimed_at if row.state == LedgerState.POSTING and row.claimed_at else now
         result = conn.execute(
             sa.update(deliveries)
             .where(
@@ -297,7 +301,7 @@ class Ledger:
                 deliveries.c.attempts == row.attempts,
             )
             .values(
-                state="posting",
+                state=LedgerState.POSTING,
                 owner=owner,
                 claimed_at=claimed_at,
                 attempts=row.attempts + 1,
@@ -357,7 +361,7 @@ class Ledger:
         ended in an exception). Rows of live owners, ``me``'s pending ones included, are
         left to them: each owner's next poll offers those again.
         """
-        unfinished = deliveries.c.state.in_(("pending", "posting"))
+        unfinished = deliveries.c.state.in_((LedgerState.PENDING, LedgerState.POSTING))
 
         def owners(conn: sa.Connection) -> list[str | None]:
             query = sa.select(deliveries.c.owner).where(unfinished).distinct()
@@ -372,7 +376,8 @@ class Ledger:
             if dead:
                 whose.append(deliveries.c.owner.in_(dead))
             if mine:
-                whose.append(sa.and_(deliveries.c.owner == me, deliveries.c.state == "posting"))
+                posting = deliveries.c.state == LedgerState.POSTING
+                whose.append(sa.and_(deliveries.c.owner == me, posting))
             query = (
                 sa.select(deliveries).where(unfinished, sa.or_(*whose)).order_by(deliveries.c.id)
             )

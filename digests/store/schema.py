@@ -150,6 +150,9 @@ deliveries = sa.Table(
     sa.Column("channel_id", sa.String(32), nullable=False),
     sa.Column("kind", sa.String(32), nullable=False),
     sa.Column("key", sa.String(300), nullable=False),
+    # The show an episode delivery belongs to (NULL for other kinds, and for rows from
+    # before migration 0004 whose key names no known show).
+    sa.Column("show", sa.String(200)),
     sa.Column("state", sa.String(16), nullable=False, server_default="pending"),
     sa.Column("ts", sa.String(32)),
     sa.Column("thread_ts", sa.String(32)),
