@@ -1,0 +1,249 @@
+"""Growth benchmark: every `/episodes` answer as the archive grows 1k → 10k → 100k episodes.
+
+Seeds 20 shows with generated episodes of realistic size (a ~3 KB transcript, 6 PRs each,
+one episode per show per day) on SQLite and, when ``DIGESTBOT_TEST_POSTGRES_URL`` is set,
+PostgreSQL (a throw-away schema), then times each answer through the app's own answer
+function (``bot.commands.answer``: parse, query, render — Slack itself is the only part
+left out) and the weekly recap's build. Prints p50/p95 per answer and size, and the growth
+from the smallest to the largest size. Run::
+
+    python -m tests.benchmarks.bench_growth [--sizes 1000,10000,100000] [--repeat 30]
+
+The same answers at every size in one run, so the growth column compares like with like.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bot.commands import Deps, Invocation, answer
+from config.settings import ChannelConfig, Settings, ShowConfig
+from digests.models import Episode, PullRequestRef
+from digests.recap import aggregate, week_of
+from digests.render import Renderer
+from digests.store import Store
+from tests.fixtures.store import postgres_schema
+
+SHOWS = [f"Show{i:02d}" for i in range(20)]
+START = datetime(2010, 1, 1, 13, 0, tzinfo=UTC)
+TEAM = "T0BENCH"
+ALL_CHANNEL = "C0ALLSHOWS"
+ONE_CHANNEL = "C0ONESHOW"
+# A word in 80% of the episodes (the issue's "common word"), and one in a handful.
+COMMON, RARE = "collectives", "zephyrine"
+WORDS = [
+    "the",
+    "compiler",
+    "team",
+    "reworked",
+    "guards",
+    "for",
+    "dynamic",
+    "shapes",
+    "while",
+    "the",
+    "distributed",
+    "side",
+    "landed",
+    "sharding",
+    "fixes",
+    "and",
+    "memory",
+    "planning",
+    "for",
+    "inductor",
+    "kernels",
+    "on",
+    "accelerators",
+]
+
+
+def episode(show_index: int, day: int) -> Episode:
+    n = day * len(SHOWS) + show_index
+    show = SHOWS[show_index]
+    base = 100000 + n * 6
+    prs = tuple(
+        PullRequestRef(
+            number=base + i,
+            url=f"https://github.com/example/{show.lower()}/pull/{base + i}",
+            context=f"PR {base + i} tightens the guard for case {i} of episode {n}.",
+        )
+        for i in range(6)
+    )
+    words = [WORDS[(n + i) % len(WORDS)] for i in range(450)]  # ~3 KB
+    if n % 5:
+        words[7] = COMMON
+    if n % 997 == 0:
+        words[11] = RARE
+    return Episode(
+        guid=f"{show}-{day:06d}",
+        show=show,
+        title=f"{show}: Guards and sharding, day {day}",
+        headline=f"Guards and sharding, day {day}",
+        summary=f"Compiler guards and sharding news from day {day} of {show}.",
+        published_at=START + timedelta(days=day, minutes=show_index),
+        duration_seconds=120 + n % 200,
+        url=f"https://briefings.example/{show.lower()}/{day}",
+        pull_requests=prs,
+        transcript=" ".join(words) + " " + " ".join(p.context for p in prs),
+    )
+
+
+def settings_for(url: str) -> Settings:
+    return Settings(
+        shows=[
+            ShowConfig(name=s, feed=f"https://briefings.example/{s}.xml", repo=f"ex/{s.lower()}")
+            for s in SHOWS
+        ],
+        channels=[
+            ChannelConfig(id=ALL_CHANNEL, team=TEAM, shows=SHOWS),
+            ChannelConfig(id=ONE_CHANNEL, team=TEAM, shows=[SHOWS[0]]),
+        ],
+        database_url=url,
+        team_id=TEAM,
+    )
+
+
+def seed(store: Store, size: int) -> datetime:
+    """``size`` episodes over the 20 shows; returns the newest publication time."""
+    days = size // len(SHOWS)
+    for show in SHOWS:
+        store.ensure_show(show, f"https://briefings.example/{show}.xml", f"ex/{show.lower()}")
+    batch: list[Episode] = []
+    for day in range(days):
+        batch += [episode(i, day) for i in range(len(SHOWS))]
+        if len(batch) >= 2000:
+            store.upsert_episodes(batch, START + timedelta(days=day))
+            batch = []
+    if batch:
+        store.upsert_episodes(batch, START + timedelta(days=days))
+    for channel, shows in ((ALL_CHANNEL, SHOWS), (ONE_CHANNEL, [SHOWS[0]])):
+        for show in shows:
+            store.subscribe(TEAM, channel, show)
+    return START + timedelta(days=days - 1)
+
+
+def cases(newest: datetime, size: int) -> dict[str, str]:
+    mid_day = size // len(SHOWS) // 2
+    pr_mid = 100000 + (mid_day * len(SHOWS)) * 6 + 2
+    when = (START + timedelta(days=mid_day)).date().isoformat()
+    return {
+        "recent": "recent",
+        "latest": "latest",
+        "nearby <date>": f"nearby {when}",
+        "nearby <title words>": f"nearby sharding day {mid_day}",
+        "pr <n>": f"pr {pr_mid}",
+        f"search {COMMON} (80%)": f"search {COMMON}",
+        f"search {RARE} (rare)": f"search {RARE}",
+        "search <phrase>": "search compiler guards",
+        "week": f"week {newest.date().isoformat()}",
+    }
+
+
+@dataclass
+class Timing:
+    p50: float
+    p95: float
+
+
+def timed(fn: Callable[[], object], repeat: int) -> Timing:
+    fn()  # warm caches and connections: steady state is what a team sees
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    samples.sort()
+    return Timing(statistics.median(samples), samples[max(0, int(len(samples) * 0.95) - 1)])
+
+
+def measure(url: str, size: int, repeat: int) -> dict[str, Timing]:
+    settings = settings_for(url)
+    store = Store.open(url)
+    try:
+        newest = seed(store, size)
+        now = newest + timedelta(hours=2)
+        deps = Deps(settings, store, Renderer(tz=settings.tz), lambda: now)
+        results: dict[str, Timing] = {}
+        for channel in (ALL_CHANNEL, ONE_CHANNEL):
+            invocation = Invocation(TEAM, channel, "U0BENCH")
+            scope = "20 shows" if channel == ALL_CHANNEL else "1 show"
+            for name, text in cases(newest, size).items():
+                results[f"{name} [{scope}]"] = timed(
+                    lambda text=text, inv=invocation: answer(text, deps, inv), repeat
+                )
+        year, week = week_of(newest, settings.tz)
+
+        def recap() -> object:
+            start = newest - timedelta(days=7)
+            episodes = store.between(start, newest + timedelta(days=1))
+            return aggregate(episodes, year=year, week=week, tz=settings.tz, shows=SHOWS)
+
+        results["recap build [20 shows]"] = timed(recap, max(5, repeat // 3))
+        return results
+    finally:
+        store.close()
+
+
+def report(label: str, sizes: Sequence[int], table: dict[int, dict[str, Timing]]) -> None:
+    names = list(table[sizes[0]])
+    head = "".join(f"{f'{s:,}':>18}" for s in sizes)
+    print(f"\n== {label}: p50 / p95 in ms per answer")
+    print(f"{'answer':40}{head}   growth p50 {sizes[0]:,}→{sizes[-1]:,}")
+    for name in names:
+        cells = "".join(
+            f"{table[s][name].p50 * 1000:9.2f}/{table[s][name].p95 * 1000:7.2f}" for s in sizes
+        )
+        growth = table[sizes[-1]][name].p50 / max(table[sizes[0]][name].p50, 1e-9)
+        print(f"{name:40}{cells}   {growth:6.2f}x")
+
+
+def run_engine(
+    label: str, make_url: Callable[[int], object], sizes: Sequence[int], repeat: int
+) -> None:
+    table: dict[int, dict[str, Timing]] = {}
+    for size in sizes:
+        with make_url(size) as url:  # type: ignore[attr-defined]
+            start = time.perf_counter()
+            table[size] = measure(url, size, repeat)
+            took = time.perf_counter() - start
+            print(f"{label} {size:,} episodes: seeded and measured in {took:.0f} s")
+    report(label, sizes, table)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--repeat", type=int, default=30)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    class SqliteFile:
+        def __init__(self, size: int) -> None:
+            self.tmp = tempfile.TemporaryDirectory()
+            self.url = f"sqlite:///{Path(self.tmp.name) / f'growth-{size}.sqlite3'}"
+
+        def __enter__(self) -> str:
+            return self.url
+
+        def __exit__(self, *exc: object) -> None:
+            self.tmp.cleanup()
+
+    run_engine("SQLite", SqliteFile, sizes, args.repeat)
+    base = os.environ.get("DIGESTBOT_TEST_POSTGRES_URL")
+    if not base:
+        print("\n(PostgreSQL skipped: DIGESTBOT_TEST_POSTGRES_URL is not set)")
+        return
+    run_engine("PostgreSQL", lambda _size: postgres_schema(base, "growth"), sizes, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
