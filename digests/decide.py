@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from digests.models import Episode
@@ -112,47 +113,69 @@ def decide(
     candidates = [e for e in episodes if e.show == show]
     if not candidates:
         return []
-    seen = first_seen or {}
-
-    def arrival(episode: Episode) -> datetime:
-        return seen.get(episode.guid) or episode.published_at
-
-    hashes = {e.guid: e.content_hash() for e in candidates}
-    newest = _newest(candidates, backfill)
-    cap = max(catch_up, backfill)
-    ordered = sorted(candidates, key=lambda e: (e.published_at, e.guid))
+    poll = _Candidates(
+        show=show,
+        ordered=sorted(candidates, key=lambda e: (e.published_at, e.guid)),
+        hashes={e.guid: e.content_hash() for e in candidates},
+        newest=_newest(candidates, backfill),
+        cap=max(catch_up, backfill),
+        first_seen=first_seen or {},
+        archive_seen_at=archive_seen_at,
+    )
     due: list[Due] = []
     for sub in subscriptions:
-        if sub.show != show or sub.paused:
-            continue
-        entries = ledger.get((sub.team_id, sub.channel_id), {})
-        had = [e for e in candidates if episode_key(show, e.guid) in entries]
-        # Everything planned in one go gets its ledger row before the first post, so the
-        # newest the channel knows is a safe watermark: older ones were had or passed over.
-        since = max((arrival(e) for e in had), default=None)
-        mine: list[Due] = []
-        new_keys: list[str] = []
-        for episode in ordered:
-            key = episode_key(show, episode.guid)
-            entry = entries.get(key)
-            action = _action(entry, hashes[episode.guid])
-            if entry is None:
-                if since is not None:
-                    # Backfill and the subscription's age no longer apply: anything older
-                    # than the watermark was passed over (the catch-up cap) or never wanted.
-                    fresh = arrival(episode) > since
-                else:
-                    fresh = episode.guid in newest or _after_subscription(
-                        episode, sub, seen.get(episode.guid), archive_seen_at
-                    )
-                if not (fresh and matches(episode, sub.keywords)):
-                    continue
-                new_keys.append(key)
-            if action is not None:
-                mine.append(Due(sub.team_id, sub.channel_id, show, episode, action, key))
-        dropped = set(new_keys[: max(0, len(new_keys) - cap)])
-        due.extend(d for d in mine if d.key not in dropped)
+        if sub.show == show and not sub.paused:
+            due += _due_for(sub, ledger.get((sub.team_id, sub.channel_id), {}), poll)
     return due
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    """One show's candidates for one decision, with what every channel's rule reads."""
+
+    show: str
+    ordered: list[Episode]  # oldest first
+    hashes: Mapping[str, str]
+    newest: set[str]  # the backfill
+    cap: int
+    first_seen: Mapping[str, datetime]
+    archive_seen_at: datetime | None
+
+    def arrival(self, episode: Episode) -> datetime:
+        return self.first_seen.get(episode.guid) or episode.published_at
+
+
+def _due_for(
+    sub: Subscription, entries: Mapping[str, LedgerEntry], poll: _Candidates
+) -> list[Due]:
+    """One channel's share of the decision (see ``decide``)."""
+    show = poll.show
+    had = [e for e in poll.ordered if episode_key(show, e.guid) in entries]
+    # Everything planned in one go gets its ledger row before the first post, so the
+    # newest the channel knows is a safe watermark: older ones were had or passed over.
+    since = max((poll.arrival(e) for e in had), default=None)
+    mine: list[Due] = []
+    new_keys: list[str] = []
+    for episode in poll.ordered:
+        key = episode_key(show, episode.guid)
+        entry = entries.get(key)
+        action = _action(entry, poll.hashes[episode.guid])
+        if entry is None:
+            if since is not None:
+                # Backfill and the subscription's age no longer apply: anything older
+                # than the watermark was passed over (the catch-up cap) or never wanted.
+                fresh = poll.arrival(episode) > since
+            else:
+                fresh = episode.guid in poll.newest or _after_subscription(
+                    episode, sub, poll.first_seen.get(episode.guid), poll.archive_seen_at
+                )
+            if not (fresh and matches(episode, sub.keywords)):
+                continue
+            new_keys.append(key)
+        if action is not None:
+            mine.append(Due(sub.team_id, sub.channel_id, show, episode, action, key))
+    dropped = set(new_keys[: max(0, len(new_keys) - poll.cap)])
+    return [d for d in mine if d.key not in dropped]
 
 
 def _after_subscription(

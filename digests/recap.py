@@ -232,7 +232,8 @@ def subjects(
                         cand.forms[" ".join(run[i : i + n])] += 1 if part == 0 else 2
                 position += len(run)
     recurring = [c for c in candidates.values() if len(c.docs) >= min_docs]
-    kept = [c for c in recurring if c.key not in _covered(recurring)]
+    covered = _covered(recurring)
+    kept = [c for c in recurring if c.key not in covered]
     kept.sort(key=lambda c: (-len(c.docs), -len(c.headline_docs), -len(c.key), c.first))
     return tuple(_display(c) for c in kept[:limit])
 
@@ -265,35 +266,8 @@ def aggregate(
     recurring subjects.
     """
     start, end = week_bounds(year, week, tz)
-    wanted = {s.casefold() for s in shows}
-    seen: set[tuple[str, str]] = set()
-    chosen: list[Episode] = []
-    for ep in sorted(episodes, key=lambda e: (e.published_at, e.show, e.guid)):
-        ident = (ep.show, ep.guid)
-        if ident in seen or not (start <= ep.published_at < end):
-            continue
-        if wanted and ep.show.casefold() not in wanted:
-            continue
-        # The same test delivery applies, so the recap lists exactly what the channel got.
-        if not matches(ep, keywords):
-            continue
-        seen.add(ident)
-        chosen.append(ep)
-
-    prs: dict[str, _PrAcc] = {}
-    for ep_index, ep in enumerate(chosen):
-        headline = ep.headline or ep.title
-        for pr_index, pr in enumerate(ep.pull_requests):
-            acc = prs.get(pr.url)
-            if acc is None:
-                acc = prs[pr.url] = _PrAcc(pr.number, pr.url, (ep_index, pr_index))
-            if ep.guid not in acc.guids:
-                acc.headlines.append(headline)
-                acc.guids.append(ep.guid)
-            if not acc.context and pr.context:
-                acc.context = pr.context
-    ordered = sorted(prs.values(), key=lambda a: (-len(a.guids), a.first))
-
+    chosen = _week_episodes(episodes, start, end, shows, keywords)
+    ordered = _gather_prs(chosen)
     recap_episodes = tuple(
         RecapEpisode(
             show=ep.show,
@@ -344,3 +318,45 @@ class _PrAcc:
     headlines: list[str] = field(default_factory=list)
     guids: list[str] = field(default_factory=list)
     context: str = ""
+
+
+def _week_episodes(
+    episodes: Sequence[Episode],
+    start: datetime,
+    end: datetime,
+    shows: Sequence[str],
+    keywords: Sequence[str],
+) -> list[Episode]:
+    """The week's episodes of ``shows`` that match ``keywords``, oldest first, no repeats."""
+    wanted = {s.casefold() for s in shows}
+    seen: set[tuple[str, str]] = set()
+    chosen: list[Episode] = []
+    for ep in sorted(episodes, key=lambda e: (e.published_at, e.show, e.guid)):
+        ident = (ep.show, ep.guid)
+        if ident in seen or not (start <= ep.published_at < end):
+            continue
+        if wanted and ep.show.casefold() not in wanted:
+            continue
+        # The same test delivery applies, so the recap lists exactly what the channel got.
+        if not matches(ep, keywords):
+            continue
+        seen.add(ident)
+        chosen.append(ep)
+    return chosen
+
+
+def _gather_prs(chosen: Sequence[Episode]) -> list[_PrAcc]:
+    """One entry per PR URL: those named in more episodes first, then by first mention."""
+    prs: dict[str, _PrAcc] = {}
+    for ep_index, ep in enumerate(chosen):
+        headline = ep.headline or ep.title
+        for pr_index, pr in enumerate(ep.pull_requests):
+            acc = prs.get(pr.url)
+            if acc is None:
+                acc = prs[pr.url] = _PrAcc(pr.number, pr.url, (ep_index, pr_index))
+            if ep.guid not in acc.guids:
+                acc.headlines.append(headline)
+                acc.guids.append(ep.guid)
+            if not acc.context and pr.context:
+                acc.context = pr.context
+    return sorted(prs.values(), key=lambda a: (-len(a.guids), a.first))
