@@ -22,8 +22,21 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from digests.errors import ConfigError
+from digests.pulls import PrRules
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+DEFAULT_GITHUB_API_URL = "https://api.github.com"
+# Labels that mean merged / reverted where a repository lands PRs by bot (they end closed).
+REPO_STATE_LABELS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "pytorch/pytorch": (("Merged",), ("Reverted",)),
+}
+# What moves a PR up (or down) among an episode's key PRs, unless a show says otherwise.
+DEFAULT_LABEL_WEIGHTS: dict[str, int] = {
+    "topic: bc breaking": 3,
+    "topic: new features": 2,
+    "topic: performance": 2,
+    "topic: not user facing": -3,
+}
 # Public channels (C), private ones and group DMs (G), DMs (D).
 CHANNEL_ID_PATTERN = r"^[CGD][A-Z0-9]{2,}$"
 # The store's column widths (digests/store/schema.py): a longer value fails on PostgreSQL
@@ -54,6 +67,18 @@ class ShowConfig(_Strict):
     name: ShowName
     feed: str = Field(min_length=1)
     repo: str = Field(default="pytorch/pytorch", pattern=r"^[\w.-]+/[\w.-]+$", max_length=MAX_REPO)
+    # PR labels: None takes the repository's default (REPO_STATE_LABELS, DEFAULT_LABEL_WEIGHTS).
+    merged_labels: list[str] | None = None
+    reverted_labels: list[str] | None = None
+    label_weights: dict[str, int] | None = None
+
+    def pr_rules(self) -> PrRules:
+        merged, reverted = REPO_STATE_LABELS.get(self.repo.casefold(), ((), ()))
+        return PrRules.of(
+            merged=merged if self.merged_labels is None else self.merged_labels,
+            reverted=reverted if self.reverted_labels is None else self.reverted_labels,
+            weights=DEFAULT_LABEL_WEIGHTS if self.label_weights is None else self.label_weights,
+        )
 
 
 class ChannelConfig(_Strict):
@@ -116,6 +141,11 @@ class Settings(BaseSettings):
     slack_app_token: str | None = None
     slack_api_url: str = DEFAULT_SLACK_API_URL
     database_url: str = "sqlite:///digestbot.sqlite3"
+    # GitHub: PR titles and states. Asked only when enabled: `github = true` in the file, or
+    # GITHUB_TOKEN / GITHUB_API_URL set; `github = false` turns it off whatever is set.
+    github: bool | None = None
+    github_api_url: str | None = None
+    github_token: str | None = None
     port: int = 3000
 
     # Where the file was read from; relative feed paths resolve against its folder.
@@ -151,6 +181,21 @@ class Settings(BaseSettings):
                     )
                 seen.add(key)
         return self
+
+    @field_validator("github_api_url")
+    @classmethod
+    def _github_url(cls, value: str | None) -> str | None:
+        return value.rstrip("/") if value else None
+
+    @property
+    def github_enabled(self) -> bool:
+        if self.github is not None:
+            return self.github
+        return bool(self.github_token or self.github_api_url)
+
+    @property
+    def github_base_url(self) -> str:
+        return self.github_api_url or DEFAULT_GITHUB_API_URL
 
     @property
     def tz(self) -> ZoneInfo:

@@ -132,3 +132,29 @@ class Notice:
     kind: Literal["failing", "recovered"]
     key: str
     text: str
+
+
+PrKey = tuple[str, int]  # a pull request: (repo "owner/name", number)
+GitHubState = Literal["open", "closed", "merged"]  # what GitHub itself says
+
+
+@dataclass(frozen=True)
+class PrDetails:
+    """What GitHub told us about one PR, as stored (``missing``: GitHub says there is no such
+    PR; remembered so it is not asked again every poll). ``etag`` is the REST validator."""
+
+    repo: str
+    number: int
+    title: str = ""
+    state: GitHubState = "open"
+    draft: bool = False
+    merged_at: datetime | None = None
+    author: str | None = None
+    labels: tuple[str, ...] = ()
+    fetched_at: datetime | None = None
+    etag: str | None = None
+    missing: bool = False
+
+    @property
+    def key(self) -> PrKey:
+        return (self.repo, self.number)

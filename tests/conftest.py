@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.fixtures.store",
     "tests.fixtures.app",
     "tests.fixtures.poll",
+    "tests.fixtures.github",
 ]
