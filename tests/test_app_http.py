@@ -65,8 +65,8 @@ def usage_error(body: dict[str, Any]) -> tuple[str, str]:
 # -- signatures ---------------------------------------------------------------------------
 
 
-def test_signed_request_is_answered(slack_app: RunningApp) -> None:
-    assert reply(slack_app.sender.slash("recent 1"))["text"] == "Latest episode"
+def test_signed_request_is_answered(served_app: RunningApp) -> None:
+    assert reply(served_app.sender.slash("recent 1"))["text"] == "Latest episode"
 
 
 # The tables below run against one app each (starting one per row would double the run time
@@ -102,16 +102,16 @@ def test_tampered_body_gets_401(slack_app: RunningApp) -> None:
     assert slack_app.store.subscriptions(team_id=TEAM) == []
 
 
-def test_oversized_body_is_refused_unread(slack_app: RunningApp) -> None:
-    response = slack_app.sender.post(b"x" * (2 * 1024 * 1024), "application/x-www-form-urlencoded")
+def test_oversized_body_is_refused_unread(served_app: RunningApp) -> None:
+    response = served_app.sender.post(b"x" * (2 * 1024 * 1024), "application/x-www-form-urlencoded")
     assert response.status_code == 413
 
 
 # -- health -------------------------------------------------------------------------------
 
 
-def test_healthz_ok_when_the_store_answers(slack_app: RunningApp) -> None:
-    response = httpx.get(f"{slack_app.url}/healthz", timeout=10)
+def test_healthz_ok_when_the_store_answers(served_app: RunningApp) -> None:
+    response = httpx.get(f"{served_app.url}/healthz", timeout=10)
     assert response.status_code == 200
     assert response.json() == {"ok": True}
 

@@ -284,7 +284,7 @@ def test_app_home_fits_100_blocks_with_many_subscriptions(slack_app: RunningApp)
 
 def test_app_home_messages_tab_is_ignored(slack_app: RunningApp) -> None:
     slack_app.sender.event({"type": "app_home_opened", "user": USER, "tab": "messages"})
-    slack_app.sender.slash("help")  # a later request: by now the lazy listener has run
+    slack_app.settle()  # the lazy listener has finished: had it published, it would show
     assert slack_app.fake.calls_to("views.publish") == []
 
 
@@ -329,7 +329,7 @@ def test_link_shared_with_nothing_known_calls_nothing(slack_app: RunningApp) -> 
         "links": [{"domain": "example.org", "url": "https://example.org/a"}],
     }
     slack_app.sender.event(event)
-    slack_app.sender.slash("help")  # a later request: by now the lazy listener has run
+    slack_app.settle()  # the lazy listener has finished: had it unfurled, it would show
     assert slack_app.fake.calls_to("chat.unfurl") == []
 
 

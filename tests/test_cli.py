@@ -1,4 +1,5 @@
-"""The command line, run as users run it: ``python -m bot …`` in a subprocess.
+"""The command line through ``bot.cli.main(argv, stdout)`` in this process (``run_cli``), and
+a few smoke tests of the real thing: ``python -m bot``, the ``digestbot`` script, exit codes.
 
 Feeds come from the loopback feed server, Slack is the loopback fake, the store is the
 ``db_url`` fixture (SQLite, and PostgreSQL where configured).
@@ -7,12 +8,9 @@ Feeds come from the loopback feed server, Slack is the loopback fake, the store 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -20,9 +18,9 @@ from slack_sdk.models.blocks import Block
 
 from bot.service import recap_week
 from tests.feedserver import FeedServer
+from tests.fixtures.cli import ROOT, one_line_error, run_cli, run_cli_process
 from tests.slackfake import SlackFake
 
-ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 EXAMPLE_FEED = ROOT / "config" / "example-feed.xml"
 
@@ -48,30 +46,6 @@ NEW_ITEM = b"""
     </item>"""
 
 
-def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> Any:
-    full = {**os.environ, **(env or {})}
-    for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"):
-        if env is None or name not in env:
-            full.pop(name, None)
-    return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
-        capture_output=True,
-        text=True,
-        env=full,
-        cwd=cwd or ROOT,
-        timeout=120,
-    )
-
-
-def one_line_error(result: Any) -> str:
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("digestbot: error: ")
-    return lines[0]
-
-
 def write_config(tmp_path: Path, feeds: dict[str, str], channels: str = "") -> Path:
     shows = "".join(
         f'[[shows]]\nname = "{name}"\nfeed = "{url}"\nrepo = "pytorch/pytorch"\n\n'
@@ -90,7 +64,7 @@ def write_config(tmp_path: Path, feeds: dict[str, str], channels: str = "") -> P
 
 def test_parse_json_from_a_feed_url(feed_server: FeedServer) -> None:
     url = feed_server.route("/feed.xml", EXAMPLE_FEED.read_bytes(), etag='"v1"')
-    result = cli("parse", url, "--json")
+    result = run_cli("parse", url, "--json")
     assert result.returncode == 0, result.stderr
     episodes = json.loads(result.stdout)
     assert [e["guid"] for e in episodes][:2] == ["pytorch-2026-10-05", "pytorch-2026-10-02"]
@@ -115,7 +89,7 @@ def test_parse_json_from_a_feed_url(feed_server: FeedServer) -> None:
 
 @pytest.mark.parametrize("page", ["page-bullets.txt", "page-dashes.txt", "page-jsonld.html"])
 def test_parse_json_from_episode_pages(page: str) -> None:
-    result = cli("parse", str(DATA / page), "--json")
+    result = run_cli("parse", str(DATA / page), "--json")
     assert result.returncode == 0, result.stderr
     (episode,) = json.loads(result.stdout)
     assert episode["show"] == "PyTorch"
@@ -133,14 +107,14 @@ def test_parse_text_says_undated_for_an_episode_without_a_date(tmp_path: Path) -
         "<item><title>PyTorch: No Date</title><guid>b</guid><description>PR 2.</description>"
         "</item></channel></rss>"
     )
-    text = cli("parse", str(feed))
+    text = run_cli("parse", str(feed))
     assert text.returncode == 0, text.stderr
     assert text.stdout.splitlines() == [
         "2026-10-05  Dated  (1 PR)",
         "undated     No Date  (1 PR)",
     ]
     # The JSON contract keeps an ISO 8601 date for every episode.
-    undated = json.loads(cli("parse", str(feed), "--json").stdout)[1]
+    undated = json.loads(run_cli("parse", str(feed), "--json").stdout)[1]
     assert undated["published_at"] == "1970-01-01T00:00:00Z"
 
 
@@ -148,7 +122,7 @@ def test_parse_the_real_samples_when_present() -> None:
     samples = ROOT.parent / "shared" / "samples"
     if not samples.is_dir():
         pytest.skip("shared/samples is not beside this checkout")
-    result = cli("parse", str(samples / "episode-page-2026-10-05.txt"), "--json")
+    result = run_cli("parse", str(samples / "episode-page-2026-10-05.txt"), "--json")
     assert result.returncode == 0, result.stderr
     (episode,) = json.loads(result.stdout)
     assert episode["duration_seconds"] == 151
@@ -169,7 +143,7 @@ def test_bad_sources_are_one_line_and_exit_2(
 ) -> None:
     path = tmp_path / name
     path.write_bytes(body)
-    line = one_line_error(cli("parse", str(path), "--json"))
+    line = one_line_error(run_cli("parse", str(path), "--json"))
     assert needle in line
     assert name in line
 
@@ -180,7 +154,7 @@ def test_bad_sources_are_one_line_and_exit_2(
 def test_entities_never_expand(tmp_path: Path, name: str, body: bytes, leak: str) -> None:
     path = tmp_path / name
     path.write_bytes(body)
-    result = cli("parse", str(path), "--json")
+    result = run_cli("parse", str(path), "--json")
     # Refusing the document or parsing it without the entity are both safe; expanding is not.
     assert leak not in result.stdout + result.stderr
     if result.returncode != 0:
@@ -188,8 +162,8 @@ def test_entities_never_expand(tmp_path: Path, name: str, body: bytes, leak: str
 
 
 def test_missing_file_and_unreachable_url(feed_server: FeedServer) -> None:
-    assert "no such file" in one_line_error(cli("parse", "/nonexistent/feed.xml"))
-    line = one_line_error(cli("parse", feed_server.url("/missing.xml")))
+    assert "no such file" in one_line_error(run_cli("parse", "/nonexistent/feed.xml"))
+    line = one_line_error(run_cli("parse", feed_server.url("/missing.xml")))
     assert "404" in line and "/missing.xml" in line
 
 
@@ -197,7 +171,7 @@ def test_missing_file_and_unreachable_url(feed_server: FeedServer) -> None:
 
 
 def test_render_blocks_is_valid_block_kit() -> None:
-    result = cli("render", str(EXAMPLE_FEED))
+    result = run_cli("render", str(EXAMPLE_FEED))
     assert result.returncode == 0, result.stderr
     message = json.loads(result.stdout)
     assert "All-Gather Showdown" in message["text"]
@@ -208,14 +182,16 @@ def test_render_blocks_is_valid_block_kit() -> None:
 
 
 def test_render_a_chosen_episode_as_text() -> None:
-    result = cli("render", str(EXAMPLE_FEED), "--episode", "pytorch-2026-10-02", "--format", "text")
+    result = run_cli(
+        "render", str(EXAMPLE_FEED), "--episode", "pytorch-2026-10-02", "--format", "text"
+    )
     assert result.returncode == 0, result.stderr
     assert "Compiler Parity Push" in result.stdout
     assert "3:02" in result.stdout
     assert "#199601" in result.stdout and "#199610" in result.stdout
     assert "All-Gather" not in result.stdout
     assert "unknown-guid" in one_line_error(
-        cli("render", str(EXAMPLE_FEED), "--episode", "unknown-guid")
+        run_cli("render", str(EXAMPLE_FEED), "--episode", "unknown-guid")
     )
 
 
@@ -225,7 +201,7 @@ def test_render_escapes_hostile_titles(tmp_path: Path) -> None:
     )
     path = tmp_path / "hostile.xml"
     path.write_text(feed)
-    result = cli("render", str(path))
+    result = run_cli("render", str(path))
     assert result.returncode == 0, result.stderr
     message = json.loads(result.stdout)
     # plain_text is shown literally by Slack; everything parsed as mrkdwn must be escaped.
@@ -242,13 +218,13 @@ def test_render_escapes_hostile_titles(tmp_path: Path) -> None:
 def test_run_once_on_embedded_defaults_prints_what_it_would_post(tmp_path: Path) -> None:
     env = {"DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
     env.pop("DIGESTBOT_CONFIG", None)
-    first = cli("run", "--once", env={**env, "DIGESTBOT_CONFIG": ""}, cwd=tmp_path)
+    first = run_cli("run", "--once", env={**env, "DIGESTBOT_CONFIG": ""}, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert "would post to #C0EXAMPLE01" in first.stdout
     assert "All-Gather Showdown" in first.stdout
     # Backfill 1: only the newest episode, never the archive.
     assert "Compiler Parity Push" not in first.stdout
-    second = cli("run", "--once", env={**env, "DIGESTBOT_CONFIG": ""}, cwd=tmp_path)
+    second = run_cli("run", "--once", env={**env, "DIGESTBOT_CONFIG": ""}, cwd=tmp_path)
     assert second.returncode == 0, second.stderr
     assert "would post" not in second.stdout
 
@@ -265,7 +241,7 @@ def test_run_once_posts_new_episodes_once_and_survives_a_broken_feed(
         "SLACK_BOT_TOKEN": "xoxb-test",
         "SLACK_API_URL": slack_fake.api_url,
     }
-    first = cli("run", "--once", env=env)
+    first = run_cli("run", "--once", env=env)
     assert first.returncode == 0, first.stderr
     posts = [m for m in slack_fake.messages("C00CHANNEL") if not m.get("thread_ts")]
     assert [p["text"] for p in posts] == [posts[0]["text"]]
@@ -274,9 +250,9 @@ def test_run_once_posts_new_episodes_once_and_survives_a_broken_feed(
 
     rss = EXAMPLE_FEED.read_bytes().replace(b"<channel>", b"<channel>" + NEW_ITEM, 1)
     feed_server.route("/pytorch.xml", rss, etag='"v2"')
-    second = cli("run", "--once", env=env)
+    second = run_cli("run", "--once", env=env)
     assert second.returncode == 0, second.stderr
-    third = cli("run", "--once", env=env)
+    third = run_cli("run", "--once", env=env)
     assert third.returncode == 0, third.stderr
     posts = [m for m in slack_fake.messages("C00CHANNEL") if not m.get("thread_ts")]
     texts = [p["text"] for p in posts]
@@ -288,7 +264,7 @@ def test_run_once_posts_new_episodes_once_and_survives_a_broken_feed(
 def test_run_once_with_a_bad_config_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.toml"
     path.write_text('[schedule]\nrecap = "whenever"\n')
-    line = one_line_error(cli("run", "--once", env={"DIGESTBOT_CONFIG": str(path)}))
+    line = one_line_error(run_cli("run", "--once", env={"DIGESTBOT_CONFIG": str(path)}))
     assert "schedule.recap" in line and str(path) in line
 
 
@@ -297,25 +273,27 @@ def test_run_once_with_a_bad_config_is_one_line(tmp_path: Path) -> None:
 
 def test_recap_of_a_week_as_text_and_blocks(tmp_path: Path) -> None:
     env = {"DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "DIGESTBOT_CONFIG": ""}
-    assert cli("run", "--once", env=env, cwd=tmp_path).returncode == 0
-    text = cli("recap", "--week", "2026-W40", "--format", "text", env=env, cwd=tmp_path)
+    assert run_cli("run", "--once", env=env, cwd=tmp_path).returncode == 0
+    text = run_cli("recap", "--week", "2026-W40", "--format", "text", env=env, cwd=tmp_path)
     assert text.returncode == 0, text.stderr
     assert "week 40" in text.stdout
     for headline in ("Compiler Parity Push", "Distributed Hang Fixes", "Memory Optimization"):
         assert headline in text.stdout
-    blocks = cli("recap", "--week", "2026-W40", env=env, cwd=tmp_path)
+    blocks = run_cli("recap", "--week", "2026-W40", env=env, cwd=tmp_path)
     assert blocks.returncode == 0, blocks.stderr
     message = json.loads(blocks.stdout)
     assert len(message["blocks"]) <= 50
     for block in message["blocks"]:
         Block.parse(block).validate_json()  # type: ignore[union-attr]
-    assert "2026-W99" in one_line_error(cli("recap", "--week", "2026-W99", env=env, cwd=tmp_path))
-    assert "--channel" in one_line_error(cli("recap", "--post", env=env, cwd=tmp_path))
+    assert "2026-W99" in one_line_error(
+        run_cli("recap", "--week", "2026-W99", env=env, cwd=tmp_path)
+    )
+    assert "--channel" in one_line_error(run_cli("recap", "--post", env=env, cwd=tmp_path))
     # The slash command's week forms work here too.
-    short = cli("recap", "--week", "w40", "--format", "text", env=env, cwd=tmp_path)
+    short = run_cli("recap", "--week", "w40", "--format", "text", env=env, cwd=tmp_path)
     assert short.returncode == 0, short.stderr
     assert "week 40" in short.stdout
-    assert "w60" in one_line_error(cli("recap", "--week", "w60", env=env, cwd=tmp_path))
+    assert "w60" in one_line_error(run_cli("recap", "--week", "w60", env=env, cwd=tmp_path))
 
 
 @pytest.mark.parametrize(
@@ -348,17 +326,42 @@ def test_recap_post_lands_once(tmp_path: Path, slack_fake: SlackFake, db_url: st
         "SLACK_BOT_TOKEN": "xoxb-test",
         "SLACK_API_URL": slack_fake.api_url,
     }
-    assert cli("run", "--once", env=env, cwd=tmp_path).returncode == 0
+    assert run_cli("run", "--once", env=env, cwd=tmp_path).returncode == 0
     args = ("recap", "--week", "2026-W40", "--post", "--channel", "C0RECAP01")
-    first = cli(*args, env=env, cwd=tmp_path)
+    first = run_cli(*args, env=env, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert "recap 2026-W40 posted to C0RECAP01" in first.stdout
-    again = cli(*args, env=env, cwd=tmp_path)
+    again = run_cli(*args, env=env, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "already posted" in again.stdout
     posts = [m for m in slack_fake.messages("C0RECAP01") if not m.get("thread_ts")]
     assert len(posts) == 1
     assert "week 40" in posts[0]["text"]
     slack_fake.channel_error("C0GONE0001", "is_archived")
-    gone = cli("recap", "--week", "2026-W40", "--post", "--channel", "C0GONE0001", env=env)
+    gone = run_cli("recap", "--week", "2026-W40", "--post", "--channel", "C0GONE0001", env=env)
     assert "is_archived" in one_line_error(gone)
+
+
+# -- the real process (everything above runs main() in this process) ------------------------
+
+
+def test_python_m_bot_renders_in_a_subprocess() -> None:
+    result = run_cli_process("render", str(EXAMPLE_FEED))
+    assert result.returncode == 0, result.stderr
+    message = json.loads(result.stdout)
+    assert "All-Gather Showdown" in message["text"]
+    assert result.stderr == ""
+
+
+def test_the_digestbot_script_parses_in_a_subprocess() -> None:
+    script = Path(sys.executable).with_name("digestbot")
+    if not script.exists():
+        pytest.skip("the digestbot console script is not installed beside this Python")
+    result = run_cli_process("parse", str(DATA / "page-bullets.txt"), entry=str(script))
+    assert result.returncode == 0, result.stderr
+    assert "(" in result.stdout and "PR" in result.stdout
+
+
+def test_a_failure_in_a_subprocess_is_exit_2_and_one_line_on_stderr() -> None:
+    line = one_line_error(run_cli_process("parse", "/nonexistent/feed.xml", "--json"))
+    assert "no such file" in line

@@ -29,9 +29,9 @@ from digests.parse import parse_bytes
 from digests.redact import redact_text, without_userinfo
 from digests.store import Store
 from tests.feedserver import FeedServer
+from tests.fixtures.cli import one_line_error, run_cli
 from tests.fixtures.delivery import rss, rss_item
 from tests.slackfake import SlackFake
-from tests.test_cli import cli, one_line_error
 from tests.test_poll import NOW, settings_for, subscribe
 
 PASSWORD = "s3cretpw"
@@ -226,7 +226,7 @@ def test_page_link_has_no_credentials() -> None:
 
 
 def test_cli_error_line_has_no_credentials() -> None:
-    line = one_line_error(cli("parse", secret_url(f"http://127.0.0.1:{closed_port()}")))
+    line = one_line_error(run_cli("parse", secret_url(f"http://127.0.0.1:{closed_port()}")))
     assert "connection refused" in line
     for secret in SECRETS:
         assert secret not in line
