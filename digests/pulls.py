@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from digests.models import Episode, PullRequestRef
-from digests.types import PrDetails
+from digests.types import PrDetails, PrKey
 
 ShownState = Literal["open", "draft", "merged", "closed", "reverted"]
 
@@ -26,6 +26,7 @@ SETTLED_WINDOW = OPEN_WINDOW + timedelta(days=3)
 MIN_REFRESH_INTERVAL = timedelta(hours=1)
 KEY_PRS = 5
 
+_PULL_URL = re.compile(r"^https?://github\.com/([\w.-]+/[\w.-]+)/pull/\d+")
 # Labels whose value names the area, most specific first.
 _AREA_PREFIXES = ("release notes:", "module:")
 # Tiers: what GitHub says decides first. Unknown (not fetched yet) ranks with the live ones,
@@ -195,3 +196,44 @@ def refresh_due(details: PrDetails | None, newest_episode_at: datetime, now: dat
     age = now - newest_episode_at
     window = OPEN_WINDOW if details.state == "open" else SETTLED_WINDOW
     return age < window
+
+
+def pr_key(pr: PullRequestRef, repo: str) -> PrKey:
+    """The PR's (repo, number): the repository in its GitHub link, else the show's."""
+    match = _PULL_URL.match(pr.url)
+    return (match[1], pr.number) if match else (repo, pr.number)
+
+
+def named_prs(episodes: Iterable[tuple[Episode, str]]) -> dict[PrKey, datetime]:
+    """Every PR the episodes name (episode, show's repo), with the newest naming episode's
+    publication time (what :func:`refresh_due` measures the window from)."""
+    newest: dict[PrKey, datetime] = {}
+    for episode, repo in episodes:
+        for pr in episode.pull_requests:
+            key = pr_key(pr, repo)
+            if key not in newest or episode.published_at > newest[key]:
+                newest[key] = episode.published_at
+    return newest
+
+
+def due_for_refresh(
+    named: Mapping[PrKey, datetime], stored: Mapping[PrKey, PrDetails], now: datetime
+) -> list[PrKey]:
+    """The PRs to ask GitHub about now, most urgent first: never fetched before refreshes,
+    then those of the newest episodes (a budget that runs out spends itself on news)."""
+    due = [key for key, when in named.items() if refresh_due(stored.get(key), when, now)]
+    return sorted(due, key=lambda key: (key in stored, -named[key].timestamp(), key))
+
+
+def shown_fields(details: PrDetails | None) -> tuple[object, ...]:
+    """What a rendered line depends on: a change here means posted messages are stale."""
+    if details is None:
+        return ()
+    return (
+        details.title,
+        details.state,
+        details.draft,
+        details.author,
+        details.labels,
+        details.missing,
+    )

@@ -169,3 +169,22 @@ deliveries = sa.Table(
         "state IN ('pending', 'posting', 'posted', 'failed', 'paused')", name="state"
     ),
 )
+
+# What GitHub said about a PR (digests.types.PrDetails); ``state`` is GitHub's own word, the
+# shown one (merged by label, reverted) is decided in digests.pulls.
+pr_details = sa.Table(
+    "pr_details",
+    metadata,
+    sa.Column("repo", sa.String(200), primary_key=True),
+    sa.Column("number", sa.Integer, primary_key=True),
+    sa.Column("title", sa.Text, nullable=False, server_default=""),
+    sa.Column("state", sa.String(16), nullable=False, server_default="open"),
+    sa.Column("draft", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("merged_at", UTCDateTime),
+    sa.Column("author", sa.String(100)),
+    sa.Column("labels", sa.JSON, nullable=False),
+    sa.Column("fetched_at", UTCDateTime),
+    sa.Column("etag", sa.Text),
+    sa.Column("missing", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.CheckConstraint("state IN ('open', 'closed', 'merged')", name="state"),
+)
