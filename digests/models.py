@@ -30,6 +30,21 @@ class PullRequestRef:
     context: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class PrInfo:
+    """What GitHub told us about one of an episode's PRs, as a reader is shown it (the state
+    word already decided by the show's rules; see ``digests.pulls``). ``rank``: 0 is the
+    most important of the episode's PRs."""
+
+    number: int
+    title: str = ""
+    state: str | None = None  # open | draft | merged | closed | reverted; None: unknown
+    area: str | None = None
+    author: str | None = None
+    missing: bool = False
+    rank: int = 0
+
+
 class Episode(_Frozen):
     """One episode as digestbot understands it (the contract behind ``parse --json``)."""
 
@@ -45,6 +60,9 @@ class Episode(_Frozen):
     pull_requests: tuple[PullRequestRef, ...] = ()
     nearby: tuple[str, ...] = ()
     transcript: str = ""
+    # Attached from stored GitHub details just before rendering; never part of the JSON
+    # (``parse --json``) and absent from what the store hashes.
+    pr_info: tuple[PrInfo, ...] = Field(default=(), exclude=True, repr=False)
 
     @field_validator("published_at")
     @classmethod
@@ -54,8 +72,15 @@ class Episode(_Frozen):
         return value.astimezone(UTC)
 
     def content_hash(self) -> str:
-        """Fingerprint of what a reader sees; a change means the posted digest is stale."""
-        return hashlib.sha256(self.model_dump_json(exclude={"guid", "show"}).encode()).hexdigest()
+        """Fingerprint of what a reader sees; a change means the posted digest is stale.
+
+        PR details count when attached (a title arriving, open → merged), so the posted
+        digest is edited; without them the hash is the feed's alone, as before details.
+        """
+        digest = hashlib.sha256(self.model_dump_json(exclude={"guid", "show"}).encode())
+        if self.pr_info:
+            digest.update(repr(self.pr_info).encode())
+        return digest.hexdigest()
 
     def to_json(self) -> dict[str, object]:
         return self.model_dump(mode="json")

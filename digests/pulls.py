@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
-from digests.models import Episode, PullRequestRef
+from digests.models import Episode, PrInfo, PullRequestRef
 from digests.types import PrDetails, PrKey
 
 ShownState = Literal["open", "draft", "merged", "closed", "reverted"]
@@ -153,33 +153,54 @@ def key_prs(
     return [by_number[n] for n in rank(mentions(episode), details, rules)[:limit]]
 
 
-@dataclass(frozen=True)
-class PrLine:
-    """One PR as a digest, thread or answer lists it (``title`` empty when unknown)."""
+def pr_infos(
+    episode: Episode, details: Mapping[PrKey, PrDetails], repo: str, rules: PrRules
+) -> tuple[PrInfo, ...]:
+    """The episode's PRs, in its order, each with what is known of it and its rank."""
+    known = {
+        pr.number: details[key]
+        for pr in episode.pull_requests
+        if (key := pr_key(pr, repo)) in details
+    }
+    order = {n: i for i, n in enumerate(rank(mentions(episode), known, rules))}
+    infos = []
+    for pr in episode.pull_requests:
+        d = known.get(pr.number)
+        infos.append(
+            PrInfo(
+                number=pr.number,
+                title=d.title if d is not None and not d.missing else "",
+                state=shown_state(d, rules),
+                area=area(d.labels) if d is not None else None,
+                author=d.author if d is not None else None,
+                missing=d is not None and d.missing,
+                rank=order[pr.number],
+            )
+        )
+    return tuple(infos)
 
-    number: int
-    url: str
-    context: str
-    title: str = ""
-    state: ShownState | None = None
-    area: str | None = None
-    author: str | None = None
-    missing: bool = False
+
+def with_details(
+    episode: Episode, details: Mapping[PrKey, PrDetails], repo: str, rules: PrRules
+) -> Episode:
+    """The episode carrying its PRs' details (``pr_info``); unchanged when none is known,
+    so a bot without GitHub renders and hashes exactly as before."""
+    if not any(pr_key(pr, repo) in details for pr in episode.pull_requests):
+        return episode
+    return episode.model_copy(update={"pr_info": pr_infos(episode, details, repo, rules)})
 
 
-def pr_line(pr: PullRequestRef, details: PrDetails | None, rules: PrRules) -> PrLine:
-    if details is None:
-        return PrLine(pr.number, pr.url, pr.context)
-    return PrLine(
-        number=pr.number,
-        url=pr.url,
-        context=pr.context,
-        title=details.title,
-        state=shown_state(details, rules),
-        area=area(details.labels),
-        author=details.author,
-        missing=details.missing,
-    )
+def ranked_prs(episode: Episode) -> list[tuple[PullRequestRef, PrInfo | None]]:
+    """The episode's PRs, most important first when details are attached."""
+    pairs = with_info(episode.pull_requests, episode)
+    return sorted(pairs, key=lambda p: p[1].rank if p[1] is not None else 0)
+
+
+def with_info(
+    prs: Iterable[PullRequestRef], episode: Episode
+) -> list[tuple[PullRequestRef, PrInfo | None]]:
+    info = {i.number: i for i in episode.pr_info}
+    return [(pr, info.get(pr.number)) for pr in prs]
 
 
 def refresh_due(details: PrDetails | None, newest_episode_at: datetime, now: datetime) -> bool:

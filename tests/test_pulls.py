@@ -14,10 +14,11 @@ from digests.pulls import (
     area,
     key_prs,
     mentions,
-    pr_line,
     rank,
+    ranked_prs,
     refresh_due,
     shown_state,
+    with_details,
 )
 from digests.types import GitHubState, PrDetails
 
@@ -166,11 +167,27 @@ def test_key_prs_at_most_five_ranked() -> None:
     assert [p.number for p in key_prs(ep, details, PYTORCH)] == [8, 2, 3, 4, 5]
 
 
-def test_pr_line() -> None:
-    ref = PullRequestRef(5, "https://github.com/pytorch/pytorch/pull/5", "It names 5.")
-    line = pr_line(ref, pr(5, "closed", ("Merged", "module: nn")), PYTORCH)
-    assert (line.title, line.state, line.area, line.author) == ("PR 5", "merged", "nn", None)
-    assert pr_line(ref, None, PYTORCH).title == ""
+def test_with_details_attaches_ranked_info() -> None:
+    ep = episode([5, 6, 7])
+    details = {
+        ("pytorch/pytorch", 5): pr(5, "closed"),
+        ("pytorch/pytorch", 6): pr(6, "closed", ("Merged", "module: nn")),
+        ("pytorch/pytorch", 7): pr(7, missing=True),
+    }
+    enriched = with_details(ep, details, "pytorch/pytorch", PYTORCH)
+    six = enriched.pr_info[1]
+    assert (six.number, six.title, six.state, six.area, six.rank) == (6, "PR 6", "merged", "nn", 0)
+    assert [i.rank for i in enriched.pr_info] == [1, 0, 2]
+    assert enriched.pr_info[2].missing and enriched.pr_info[2].title == ""
+    assert [pr.number for pr, _ in ranked_prs(enriched)] == [6, 5, 7]
+    assert enriched.content_hash() != ep.content_hash()
+    assert "pr_info" not in enriched.to_json()
+
+
+def test_without_details_the_episode_is_unchanged() -> None:
+    ep = episode([5])
+    assert with_details(ep, {("other/repo", 5): pr(5)}, "pytorch/pytorch", PYTORCH) is ep
+    assert [pr.number for pr, info in ranked_prs(ep) if info is None] == [5]
 
 
 DAY = timedelta(days=1)

@@ -26,6 +26,7 @@ from jinja2 import (
 )
 from jinja2.compiler import CodeGenerator, Frame
 
+from digests.pulls import ranked_prs, with_info
 from digests.render.escape import Mrkdwn, link, mrkdwn, oneline, safe_url, truncate
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -159,6 +160,8 @@ def make_environment(templates_dir: str | Path | None = None, tz: tzinfo = UTC) 
         truncate_words=_truncate_words,
         pr_link=_pr_link,
         pr_groups=pr_groups,
+        ranked_prs=ranked_prs,
+        with_info=with_info,
         oneline=oneline,
         join=_join,
         e=mrkdwn,

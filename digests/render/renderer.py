@@ -12,6 +12,7 @@ from jinja2 import TemplateError, TemplateNotFound
 
 from digests.errors import ConfigError
 from digests.models import Episode, RecapEpisode
+from digests.pulls import KEY_PRS
 from digests.render import blocks as b
 from digests.render import layout, limits
 from digests.render.environment import make_environment
@@ -74,6 +75,7 @@ class Renderer:
             episode=episode,
             buttons=buttons,
             max_prs=self.max_prs,
+            key_prs=KEY_PRS,
             max_nearby=self.max_nearby,
         )
 
@@ -87,7 +89,8 @@ class Renderer:
         each within limits; nothing to add gives ``[]`` (no reply at all)."""
         return self._thread(
             episode,
-            first=min(self.max_prs, len(episode.pull_requests)),
+            # With GitHub details the digest shows the few key PRs: the thread lists all.
+            first=0 if episode.pr_info else min(self.max_prs, len(episode.pull_requests)),
             transcript=says_more(
                 episode.transcript,
                 episode.summary,
