@@ -26,6 +26,7 @@ from bot.commands.parse import (
     week_containing,
 )
 from bot.commands.replies import context, divider, mark_empty, message, nothing, section
+from bot.enrichment import pr_details_line
 from bot.recap import week_message
 from digests.models import Episode
 from digests.recap import week_bounds
@@ -197,6 +198,9 @@ def pr(command: Pr, deps: Deps) -> Message:
         label = title if len(groups) == 1 or url is None else f"{title} ({_repo_of(url)})"
         heading = escape.link(url, label) if url else escape.mrkdwn(label)
         blocks.append(section(f"*{heading}*"))
+        details = pr_details_line(deps.settings, deps.store, url, command.number)
+        if details:
+            blocks.append(section(details))
         for mention in group:
             sentence = escape.mrkdwn(escape.truncate(escape.oneline(mention.context), MAX_CONTEXT))
             quote = f"\n>{sentence}" if sentence else ""
