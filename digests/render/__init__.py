@@ -9,6 +9,7 @@
   ``key_prs(episode) -> list[Message]``             every PR + transcript (the button)
   ``episode_list(episodes, title, *, empty=None) -> Message``  one line each
   ``episode_line(episode) -> Mrkdwn``               date · <url|headline> · 2:31 · 3 PRs
+  ``notice(notice) -> Message``                     a feed's failing / recovered line
   ``render(template, **context) -> Message``         any template, within limits
 - ``escape.mrkdwn(text)``, ``escape.link(url, label)``, ``escape.truncate(text, limit)``,
   ``escape.plain(text)``, ``escape.to_plain(mrkdwn)``; ``blocks`` — small builders

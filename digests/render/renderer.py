@@ -18,6 +18,7 @@ from digests.render import layout, limits
 from digests.render.environment import make_environment
 from digests.render.escape import Mrkdwn, oneline, to_plain
 from digests.render.limits import Message
+from digests.types import Notice
 
 
 class Renderer:
@@ -65,6 +66,13 @@ class Renderer:
             raise template_error("common.j2", exc) from exc
         except AttributeError as exc:
             raise ConfigError(f"template common.j2: no macro {name}") from exc
+
+    # -- notices --------------------------------------------------------------------------
+    def notice(self, notice: Notice) -> Message:
+        """A feed's "is failing" / "has recovered" line: its text carries feed-controlled words
+        (an HTTP reason phrase, a Location header, a page's link), so it is escaped in the
+        fallback ``text`` as in the block, and cut to the section limit."""
+        return self.render("notice.j2", notice=notice)
 
     # -- episodes -------------------------------------------------------------------------
     def digest(self, episode: Episode, *, buttons: bool = True) -> Message:

@@ -1,0 +1,74 @@
+"""The pipeline's first three phases: fetch → parse → extract, a feed's bytes to episodes.
+
+Shared by the poll (``bot.pipeline``) and the CLI's ``parse`` / ``render``; nothing here
+touches the store or Slack. Parsing a feed near the size cap takes seconds of CPU, so
+``read_feed`` runs parse + extract in a worker thread: the event loop (slash commands,
+other shows' fetches) keeps going meanwhile, and the input is already bounded by the
+fetch's ``max_bytes``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import httpx
+
+from digests.extract import build_episodes
+from digests.fetch import FetchResult, fetch
+from digests.models import Episode, ParsedSource
+from digests.parse import parse_bytes
+
+
+@dataclass(frozen=True)
+class FeedRequest:
+    """What to fetch: where, the validators from the last poll, and the size cap."""
+
+    location: str
+    max_bytes: int
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+@dataclass(frozen=True)
+class FeedRead:
+    """One fetched feed read into episodes (none when it was not modified)."""
+
+    fetched: FetchResult
+    episodes: tuple[Episode, ...] = ()
+
+
+async def fetch_feed(client: httpx.AsyncClient, request: FeedRequest) -> FetchResult:
+    """Phase 1: the feed's bytes (or "not modified"); raises ``DigestError`` for a bad feed."""
+    return await fetch(
+        client,
+        request.location,
+        etag=request.etag,
+        last_modified=request.last_modified,
+        max_bytes=request.max_bytes,
+    )
+
+
+def parse_feed(content: bytes, location: str, content_type: str | None = None) -> ParsedSource:
+    """Phase 2: a feed or an episode page, parsed into raw entries (pure, CPU-bound)."""
+    return parse_bytes(content, location, content_type)
+
+
+def extract_episodes(parsed: ParsedSource, show: str, repo: str) -> tuple[Episode, ...]:
+    """Phase 3: raw entries → episodes of ``show``, PR numbers pointing into ``repo``."""
+    return tuple(build_episodes(parsed, show, repo))
+
+
+def _parse_and_extract(fetched: FetchResult, location: str, show: str, repo: str) -> FeedRead:
+    parsed = parse_feed(fetched.content or b"", location, fetched.content_type)
+    return FeedRead(fetched, extract_episodes(parsed, show, repo))
+
+
+async def read_feed(
+    client: httpx.AsyncClient, request: FeedRequest, *, show: str, repo: str
+) -> FeedRead:
+    """Fetch, then parse and extract off the event loop (see the module docstring)."""
+    fetched = await fetch_feed(client, request)
+    if fetched.status != "ok":
+        return FeedRead(fetched)
+    return await asyncio.to_thread(_parse_and_extract, fetched, request.location, show, repo)

@@ -1,0 +1,387 @@
+"""The poll pipeline, phase by phase: fetch → parse → extract → store → decide → render → deliver.
+
+One show goes through the phases like this::
+
+    read_feed        fetch, then parse + extract in a worker thread     (bot.ingest)
+    store_episodes   upsert what the feed holds; the store dates undated items
+    plan_state       what the decision reads: candidates, first seen, ledger entries (bot.plan)
+    decide_due       which deliveries are due (pure: digests.decide)                     (bot.plan)
+    render_due       each due episode rendered once, as deliveries                       (bot.plan)
+    deliver_cycle    every show's notices and digests, oldest first, exactly once
+
+``poll_show`` (phases 1–4) never raises for a bad feed: a failure is recorded (error,
+consecutive failures, backed-off ``next_poll_at``) and returned as the result.
+``run_once`` is what ``digestbot run --once`` and every scheduled poll job call; the
+sweeper (``bot.sweeper``) re-uses phases 5–7 for rows a dead deliverer left, and the CLI's
+``parse`` / ``render`` phases 1–3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Literal, TextIO, TypeVar
+
+import httpx
+
+from bot.delivery import Deliverer, Delivery, DeliveryReport
+from bot.ingest import FeedRead, FeedRequest, read_feed
+from bot.outbox import Outbox
+from bot.plan import (
+    active_subscriptions,
+    decide_due,
+    in_date_order,
+    notice_deliveries,
+    plan_state,
+    render_due,
+)
+from config.settings import Settings, ShowConfig
+from digests.decide import feed_notice, next_poll_at
+from digests.errors import DigestError, StoreError
+from digests.models import Episode
+from digests.render import Renderer
+from digests.store import Store
+from digests.store.ledger import Ledger, ShowLock
+from digests.types import (
+    EpisodeStatus,
+    FetchState,
+    Notice,
+    UpsertResult,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Shows polled at once in one cycle (fewer on PostgreSQL: see poll_limit).
+FETCH_CONCURRENCY = 16
+PG_CONCURRENCY = 5
+
+
+# -- contracts ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PollResult:
+    """Phases 1–4 for one show: what the feed holds now and what the poll stored."""
+
+    show: str
+    # failed: the feed (counted, backed off); error: ours (store, template); busy: another
+    # clock is polling it right now.
+    status: Literal["ok", "not_modified", "failed", "error", "busy"]
+    episodes: tuple[Episode, ...] = ()  # what the feed holds now (empty when not modified)
+    new: int = 0
+    changed: tuple[Episode, ...] = ()
+    added: tuple[Episode, ...] = ()  # the episodes this poll stored for the first time
+    error: str | None = None
+    state: FetchState = field(default_factory=FetchState)
+    notice: Notice | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ok", "not_modified")
+
+
+@dataclass(frozen=True)
+class ShowPlan:
+    """One show's way through phases 1–6: the poll, its notices, its rendered digests."""
+
+    poll: PollResult
+    notices: tuple[Delivery, ...] = ()
+    items: tuple[Delivery, ...] = ()
+
+
+@dataclass
+class RunReport:
+    polls: list[PollResult] = field(default_factory=list)
+    delivery: DeliveryReport = field(default_factory=DeliveryReport)
+    due: int = 0
+    errors: list[str] = field(default_factory=list)  # shows whose deliveries could not be planned
+
+    @property
+    def fatal(self) -> bool:
+        return self.delivery.fatal
+
+    def summary(self) -> str:
+        d = self.delivery
+        failed = [p for p in self.polls if p.status == "failed"]
+        return (
+            f"{len(self.polls)} feed{'' if len(self.polls) == 1 else 's'} polled "
+            f"({len(failed)} failing), "
+            f"{len(d.posted)} posted, {len(d.updated)} updated, {len(d.recovered)} recovered, "
+            f"{len(d.failed)} failed, {len(d.paused)} channels paused"
+            + (f", {len(self.errors)} errors" if self.errors else "")
+        )
+
+
+async def _db(fn: Callable[[], T]) -> T:
+    # The store is synchronous; its calls go to a thread so fetches keep flowing.
+    return await asyncio.to_thread(fn)
+
+
+# -- phases 1–4: fetch, parse, extract, store ---------------------------------------------------
+
+
+def store_episodes(store: Store, episodes: Sequence[Episode], now: datetime) -> list[UpsertResult]:
+    """Phase 4: the feed's episodes stored; each comes back new, changed or unchanged, and
+    an undated one with the date the store gave it."""
+    return store.upsert_episodes(list(episodes), now)
+
+
+def failed_state(
+    settings: Settings, before: FetchState, exc: DigestError, now: datetime
+) -> FetchState:
+    """The fetch state after a failed poll: counted, backed off (the feed's Retry-After too)."""
+    failures = before.failures + 1
+    schedule = settings.schedule
+    return replace(
+        before,
+        last_polled_at=now,
+        last_error=exc.format_message(),
+        failures=failures,
+        next_poll_at=next_poll_at(
+            now,
+            poll_minutes=schedule.poll_minutes,
+            failures=failures,
+            max_backoff_minutes=schedule.max_backoff_minutes,
+            retry_after=getattr(exc, "retry_after", None),
+        ),
+    )
+
+
+def polled_state(
+    settings: Settings, before: FetchState, read: FeedRead, now: datetime
+) -> FetchState:
+    """The fetch state after a good poll: new validators, the streak over, the next poll."""
+    fetched = read.fetched
+    schedule = settings.schedule
+    return FetchState(
+        etag=fetched.etag or before.etag,
+        last_modified=fetched.last_modified or before.last_modified,
+        last_polled_at=now,
+        last_success_at=now,
+        last_error=None,
+        failures=0,
+        next_poll_at=next_poll_at(
+            now,
+            poll_minutes=schedule.poll_minutes,
+            failures=0,
+            max_backoff_minutes=schedule.max_backoff_minutes,
+            retry_after=fetched.retry_after,
+            max_age=fetched.max_age,
+        ),
+        # Cleared only once the recovery notice is out (see record_notices).
+        failing_notified=before.failing_notified,
+    )
+
+
+async def poll_show(
+    settings: Settings,
+    store: Store,
+    http_client: httpx.AsyncClient,
+    show: ShowConfig,
+    now: datetime,
+) -> PollResult:
+    """Phases 1–4 for one show: fetch, parse, extract and store its feed; record how it went."""
+    before = await _db(lambda: store.fetch_state(show.name))
+    request = FeedRequest(
+        settings.feed_location(show),
+        settings.max_feed_bytes,
+        etag=before.etag,
+        last_modified=before.last_modified,
+    )
+    try:
+        read = await read_feed(http_client, request, show=show.name, repo=show.repo)
+        upserts = (
+            await _db(lambda: store_episodes(store, read.episodes, now))
+            if read.fetched.status == "ok"
+            else []
+        )
+    except StoreError:
+        raise  # our database, not the feed: not a feed failure, nothing to back off
+    except DigestError as exc:
+        after = failed_state(settings, before, exc, now)
+        await _db(lambda: store.save_fetch_state(show.name, after))
+        log.warning("feed %s failed (%d in a row): %s", show.name, after.failures, after.last_error)
+        notice = feed_notice(show.name, before, after)
+        return PollResult(show.name, "failed", error=after.last_error, state=after, notice=notice)
+    after = polled_state(settings, before, read, now)
+    await _db(lambda: store.save_fetch_state(show.name, after))
+    added = tuple(u.episode for u in upserts if u.status == EpisodeStatus.NEW)
+    return PollResult(
+        show.name,
+        "ok" if read.fetched.status == "ok" else "not_modified",
+        # As stored: an undated episode carries the date the bot first saw it.
+        episodes=tuple(u.episode for u in upserts),
+        new=len(added),
+        changed=tuple(u.episode for u in upserts if u.status == EpisodeStatus.CHANGED),
+        added=added,
+        state=after,
+        notice=feed_notice(show.name, before, after),
+    )
+
+
+def plan_show(
+    settings: Settings,
+    store: Store,
+    ledger: Ledger,
+    renderer: Renderer,
+    poll: PollResult,
+    stopped_teams: Iterable[str],
+) -> ShowPlan:
+    """Phases 5–6 after one poll, in one thread hop (a cycle of many unchanged feeds is
+    mostly this): the poll's notice, and its due digests rendered."""
+    active = active_subscriptions(store, poll.show, stopped_teams)
+    notices = notice_deliveries(renderer, poll.notice, active) if poll.notice else []
+    if poll.status == "failed" or not active:
+        return ShowPlan(poll, tuple(notices))
+    state = plan_state(
+        settings, store, ledger, poll.show, active, changed=poll.changed, added=poll.added
+    )
+    items = render_due(settings, renderer, decide_due(settings, state))
+    return ShowPlan(poll, tuple(notices), tuple(items))
+
+
+# -- phase 7: deliver -------------------------------------------------------------------------
+
+
+async def deliver_cycle(store: Store, deliverer: Deliverer, plans: Sequence[ShowPlan]) -> RunReport:
+    """Phase 7: every show's notices, then their digests posted oldest first across shows
+    (so in a channel that follows several the newest digest ends up at the bottom)."""
+    notices = [n for p in plans for n in p.notices]
+    items = in_date_order(i for p in plans for i in p.items)
+    report = RunReport(
+        polls=[p.poll for p in plans],
+        due=len(items),
+        errors=[f"{p.poll.show}: {p.poll.error}" for p in plans if p.poll.status == "error"],
+    )
+    report.delivery = await deliverer.deliver([*notices, *items])
+    await record_notices(store, report)
+    return report
+
+
+async def record_notices(store: Store, report: RunReport) -> None:
+    """Remember a feed's failure was announced (or its recovery) once a notice is out.
+
+    Not while any channel's copy is still owed (a transient failure, another clock
+    mid-post): the next poll then makes the same notice again, under the same key, and the
+    ledger sends it only where it is missing. Channels that refused it for good (archived,
+    a revoked token) do not hold the others back.
+    """
+    d = report.delivery
+    done = {i[3] for i in [*d.posted, *d.recovered, *d.unchanged] if i[2] == "notice"}
+    owed = {i[3] for i in [*d.deferred, *d.busy] if i[2] == "notice"}
+    tried = {
+        i[3]
+        for i in [*d.posted, *d.recovered, *d.unchanged, *d.failed, *d.held, *d.busy]
+        if i[2] == "notice"
+    }
+    for poll in report.polls:
+        notice = poll.notice
+        if notice is None or notice.key in owed:
+            continue
+        if notice.key not in done and notice.key in tried:
+            continue  # refused everywhere it was tried, not merely nobody to tell
+        state = replace(poll.state, failing_notified=notice.kind == "failing")
+        await asyncio.to_thread(store.save_fetch_state, poll.show, state)
+
+
+# -- the cycle ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """One poll cycle's fixed inputs, so each show's path is a plain method."""
+
+    settings: Settings
+    store: Store
+    http_client: httpx.AsyncClient
+    now: datetime
+    deliverer: Deliverer
+    renderer: Renderer
+    gate: asyncio.Semaphore
+
+    async def show(self, show: ShowConfig) -> ShowPlan:
+        """Phases 1–6 for one show, within the gate and under its lock (PostgreSQL)."""
+        async with self.gate:
+            ledger = self.deliverer.ledger
+            lock = ShowLock(ledger, show.name)
+            # SQLite has one process and no lock to take: skip the thread hop.
+            got = await _db(lock.acquire) if ledger.is_postgres else True
+            if not got:  # another clock is polling this show right now; it delivers too
+                return ShowPlan(PollResult(show.name, "busy"))
+            try:
+                return await self._poll_and_plan(show)
+            finally:
+                if ledger.is_postgres:
+                    await _db(lock.release)
+
+    async def _poll_and_plan(self, show: ShowConfig) -> ShowPlan:
+        try:
+            poll = await poll_show(self.settings, self.store, self.http_client, show, self.now)
+            stopped = tuple(self.deliverer.stopped_teams)
+            ledger = self.deliverer.ledger
+            return await _db(
+                lambda: plan_show(self.settings, self.store, ledger, self.renderer, poll, stopped)
+            )
+        except Exception as exc:
+            # One show's bad template, parser bug or database hiccup must not stop the
+            # others; the show is polled again next time.
+            log.exception("poll of %s failed", show.name)
+            message = exc.format_message() if isinstance(exc, DigestError) else repr(exc)
+            return ShowPlan(PollResult(show.name, "error", error=message))
+
+
+async def run_once(
+    settings: Settings,
+    store: Store,
+    outbox: Outbox,
+    http_client: httpx.AsyncClient,
+    now: datetime,
+    *,
+    deliverer: Deliverer | None = None,
+    renderer: Renderer | None = None,
+    shows: Sequence[ShowConfig] | None = None,
+    poll_gate: asyncio.Semaphore | None = None,
+) -> RunReport:
+    """Poll every configured show (or ``shows``), decide, and deliver; one cycle.
+
+    ``poll_gate`` bounds the shows in flight; the scheduler shares one across its jobs.
+    """
+    own = deliverer is None
+    deliverer = deliverer or Deliverer(store, outbox)
+    try:
+        cycle = Cycle(
+            settings,
+            store,
+            http_client,
+            now,
+            deliverer,
+            renderer or Renderer(settings.templates_dir, tz=settings.tz),
+            poll_gate or poll_limit(deliverer.ledger),
+        )
+        plans = await asyncio.gather(
+            *(cycle.show(s) for s in (shows if shows is not None else settings.shows))
+        )
+        report = await deliver_cycle(store, deliverer, plans)
+    finally:
+        if own:
+            await deliverer.aclose()
+    log.info("poll cycle: %s", report.summary())
+    return report
+
+
+def poll_limit(ledger: Ledger) -> asyncio.Semaphore:
+    """How many shows may be polled at once.
+
+    On PostgreSQL each show in flight holds a pooled connection for its advisory lock and
+    needs another for its queries, so stay well inside the store's pool.
+    """
+    return asyncio.Semaphore(PG_CONCURRENCY if ledger.is_postgres else FETCH_CONCURRENCY)
+
+
+def print_report(report: RunReport, stream: TextIO) -> None:
+    stream.write(report.summary() + "\n")

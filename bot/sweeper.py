@@ -1,0 +1,97 @@
+"""The recovery sweep: rows a dead deliverer left, planned again through the pipeline's
+decide and render phases (no fetch: the episodes are stored) and delivered."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from bot.delivery import Deliverer, Delivery, DeliveryReport
+from bot.pipeline import active_subscriptions, decide_due, in_date_order, plan_state, render_due
+from config.settings import Settings
+from digests.render import Renderer
+from digests.store import Store
+from digests.store.ledger import LedgerRow
+from digests.types import Ident
+
+log = logging.getLogger(__name__)
+
+
+class Sweeper:
+    """Finishes what dead deliverers left: the other clock's half-done fan-out, a crashed run.
+
+    Each sweep asks the ledger for orphans (unfinished rows whose owner is gone, see
+    :meth:`Ledger.orphans`), plans their shows again from the store — the decision re-offers
+    every unfinished row — and delivers those rows. The claim protocol does the rest: a row
+    that may have landed is looked for in the channel first. Orphans the plan no longer
+    wants (the channel was paused or unsubscribed since) are remembered as they are, so they
+    are not planned every sweep.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        deliverer: Deliverer,
+        renderer: Renderer | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.deliverer = deliverer
+        self.renderer = renderer or Renderer(settings.templates_dir, tz=settings.tz)
+        self._passed_over: set[tuple[int, str, int]] = set()
+
+    def show_of(self, row: LedgerRow) -> str | None:
+        """The configured show a ledger row belongs to; None for a show no longer configured.
+
+        Rows written before the ledger kept the show are told by their key's prefix (the
+        longest configured name that matches, since names may contain ``:``)."""
+        names = [s.name for s in self.settings.shows]
+        stored: str | None = getattr(row, "show", None)
+        if stored:
+            return stored if stored in names else None
+        prefixed = [n for n in names if row.key.startswith(f"{n}:")]
+        return max(prefixed, key=len) if prefixed else None
+
+    def replan(self, by_show: dict[str, set[Ident]]) -> list[Delivery]:
+        """The orphans' shows through phases 5–6 again; only the orphans' own rows kept."""
+        items: list[Delivery] = []
+        for show, idents in sorted(by_show.items()):
+            subs = active_subscriptions(self.store, show, self.deliverer.stopped_teams)
+            state = plan_state(self.settings, self.store, self.deliverer.ledger, show, subs)
+            planned = render_due(self.settings, self.renderer, decide_due(self.settings, state))
+            items += [i for i in planned if i.ident in idents]
+        return in_date_order(items)
+
+    async def sweep(self) -> DeliveryReport:
+        orphans = [
+            r
+            for r in await self.deliverer.orphans()
+            # Notices are made again by the next poll until every channel has one, and the
+            # recap job owns its own; episodes are what a dead clock leaves half-delivered.
+            if r.kind == "episode" and (r.id, r.state, r.attempts) not in self._passed_over
+        ]
+        by_show: dict[str, set[Ident]] = {}
+        for row in orphans:
+            show = self.show_of(row)
+            if show is None:
+                self._passed_over.add((row.id, row.state, row.attempts))
+                continue
+            by_show.setdefault(show, set()).add(row.ident)
+        if not by_show:
+            return DeliveryReport()
+        log.info("recovering %d orphaned deliveries", sum(map(len, by_show.values())))
+        items = await asyncio.to_thread(self.replan, by_show)
+        wanted = {i.ident for i in items}
+        for row in orphans:
+            if row.ident not in wanted:
+                self._passed_over.add((row.id, row.state, row.attempts))
+        report = await self.deliverer.deliver(items)
+        log.info(
+            "recovery sweep: %d posted, %d recovered, %d busy, %d failed",
+            len(report.posted),
+            len(report.recovered),
+            len(report.busy),
+            len(report.failed),
+        )
+        return report
