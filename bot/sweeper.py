@@ -47,9 +47,8 @@ class Sweeper:
         Rows written before the ledger kept the show are told by their key's prefix (the
         longest configured name that matches, since names may contain ``:``)."""
         names = [s.name for s in self.settings.shows]
-        stored: str | None = getattr(row, "show", None)
-        if stored:
-            return stored if stored in names else None
+        if row.show:
+            return row.show if row.show in names else None
         prefixed = [n for n in names if row.key.startswith(f"{n}:")]
         return max(prefixed, key=len) if prefixed else None
 
