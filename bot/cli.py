@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from config.settings import Settings, load_settings
+from config.settings import DEFAULT_REPO, Settings, load_settings
 from digests.errors import DigestError, EpisodeNotFound
 from digests.models import Episode
 from digests.redact import redact_url
@@ -135,23 +135,23 @@ def _dispatch(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
 def _episodes_from(
     settings: Settings, source: str, show: str | None, repo: str | None
 ) -> list[Episode]:
-    from digests.extract import build_episodes
-    from digests.fetch import fetch, make_http_client
-    from digests.parse import parse_bytes
+    """The pipeline's fetch → parse → extract phases, with the show and repo taken from the
+    options, else the config (the show the source names), else the source itself."""
+    from bot.ingest import FeedRequest, extract_episodes, fetch_feed, parse_feed
+    from digests.fetch import make_http_client
 
     async def get() -> bytes:
         async with make_http_client() as client:
-            result = await fetch(client, source, max_bytes=settings.max_feed_bytes)
+            result = await fetch_feed(client, FeedRequest(source, settings.max_feed_bytes))
         return result.content or b""
 
-    data = asyncio.run(get())
-    parsed = parse_bytes(data, source)
+    parsed = parse_feed(asyncio.run(get()), source)
     configured = settings.show(show or parsed.show_title or "") or (
         settings.shows[0] if settings.shows else None
     )
     name = show or (configured.name if configured else None) or parsed.show_title or "Podcast"
-    return build_episodes(
-        parsed, name, repo or (configured.repo if configured else "pytorch/pytorch")
+    return list(
+        extract_episodes(parsed, name, repo or (configured.repo if configured else DEFAULT_REPO))
     )
 
 

@@ -22,12 +22,14 @@ from digests.parse import parse_bytes
 
 @dataclass(frozen=True)
 class FeedRequest:
-    """What to fetch: where, the validators from the last poll, and the size cap."""
+    """What to fetch: where, the validators from the last poll, the size cap, and whether
+    the location (and every redirect hop) may be a local file or a non-public address."""
 
     location: str
     max_bytes: int
     etag: str | None = None
     last_modified: str | None = None
+    allow_private: bool = True
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ async def fetch_feed(client: httpx.AsyncClient, request: FeedRequest) -> FetchRe
         etag=request.etag,
         last_modified=request.last_modified,
         max_bytes=request.max_bytes,
+        allow_private=request.allow_private,
     )
 
 

@@ -1,4 +1,7 @@
-"""The weekly recap, wired: read the week from the store, render it, deliver it once, on a cron.
+"""The weekly recap, scheduled: which week a run covers, its deliveries, once, on a cron.
+
+Building the recap (the store read, aggregation, rendering) is ``bot.recap_build``, which the
+CLI and ``/episodes week`` use too; this module adds APScheduler and the deliverer.
 
 Which week a scheduled recap covers is decided from the *scheduled* time, not from when the
 job happens to run: the latest ``schedule.recap`` time at or before ``now`` (in
@@ -18,22 +21,24 @@ is APScheduler's "missed by 6 days" warning at every start).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, date, datetime, timedelta
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
 from bot.delivery import Deliverer, Delivery, DeliveryReport
+from bot.recap_build import (
+    build_recap,
+    channel_recaps,
+    read_week,
+    recap_subscriptions,
+    week_message,
+)
 from config.settings import Settings
-from digests.decide import matches
-from digests.models import Episode
-from digests.recap import aggregate, week_bounds, week_of
+from digests.recap import week_of
 from digests.render import Renderer
-from digests.render.limits import Message
-from digests.render.recap import render_recap
 from digests.store import Store
-from digests.types import Subscription
 
 __all__ = [
     "RECAP_GRACE",
@@ -58,60 +63,6 @@ RECAP_GRACE = timedelta(hours=24)
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def _canonical(settings: Settings, shows: Iterable[str]) -> list[str]:
-    """Show names as configured (the store matches names exactly; users type them loosely)."""
-    out: list[str] = []
-    for name in shows:
-        show = settings.show(name)
-        out.append(show.name if show is not None else name)
-    return list(dict.fromkeys(out))
-
-
-# -- on demand --------------------------------------------------------------------------------
-
-
-def _week_episodes(
-    settings: Settings, store: Store, year: int, week: int, shows: Sequence[str] | None
-) -> list[Episode]:
-    start, end = week_bounds(year, week, settings.tz)
-    return store.between(start, end, shows=shows)
-
-
-def build_recap(
-    settings: Settings,
-    store: Store,
-    renderer: Renderer,
-    *,
-    year: int,
-    week: int,
-    shows: Sequence[str],
-    keywords: Sequence[str] = (),
-    thread: bool = True,
-) -> tuple[Message, list[Message]] | None:
-    """The recap of ``year``-W``week`` for ``shows`` (empty: every configured show), as the
-    post and its thread replies; None for an empty week unless ``quiet_week`` is on."""
-    names = _canonical(settings, shows) or [s.name for s in settings.shows]
-    episodes = _week_episodes(settings, store, year, week, names or None)
-    recap = aggregate(
-        episodes, year=year, week=week, tz=settings.tz, shows=names, keywords=keywords
-    )
-    return render_recap(recap, renderer, quiet_week=settings.quiet_week, thread=thread)
-
-
-def week_message(
-    settings: Settings, store: Store, renderer: Renderer, day: date, shows: Sequence[str]
-) -> Message:
-    """``/episodes week [date]``: the recap of ``day``'s week as one message (no thread: what
-    does not fit is counted), and a short line for a week without episodes."""
-    year, week = week_of(day, settings.tz)
-    names = _canonical(settings, shows) or [s.name for s in settings.shows]
-    episodes = _week_episodes(settings, store, year, week, names or None)
-    recap = aggregate(episodes, year=year, week=week, tz=settings.tz, shows=names)
-    rendered = render_recap(recap, renderer, quiet_week=True, thread=False)
-    assert rendered is not None  # quiet_week=True always renders
-    return rendered[0]
 
 
 # -- scheduled --------------------------------------------------------------------------------
@@ -147,16 +98,6 @@ def covered_week(settings: Settings, now: datetime) -> tuple[int, int]:
     return week_of(fired.date() - timedelta(days=1), settings.tz)
 
 
-def _channel_episodes(subs: Sequence[Subscription], episodes: Sequence[Episode]) -> list[Episode]:
-    """The episodes this channel received: each show filtered by its own keywords."""
-    keywords = {s.show.casefold(): s.keywords for s in subs}
-    return [
-        e
-        for e in episodes
-        if e.show.casefold() in keywords and matches(e, keywords[e.show.casefold()])
-    ]
-
-
 def recap_deliveries(
     settings: Settings,
     store: Store,
@@ -167,44 +108,22 @@ def recap_deliveries(
     channels: Sequence[str] | None = None,
 ) -> list[Delivery]:
     """One recap ``Delivery`` per channel with ``recap = true`` (optionally only ``channels``)."""
-    by_channel: dict[tuple[str, str], list[Subscription]] = {}
-    for sub in store.subscriptions(include_paused=False):
-        if sub.recap and (channels is None or sub.channel_id in channels):
-            by_channel.setdefault((sub.team_id, sub.channel_id), []).append(sub)
-    if not by_channel:
+    subs = recap_subscriptions(store.subscriptions(include_paused=False), channels)
+    if not subs:
         return []
-    start, end = week_bounds(year, week, settings.tz)
     # One query for the week; channels differ only in which of these they keep.
-    week_episodes = store.between(start, end)
-    rendered: dict[object, tuple[Message, list[Message]] | None] = {}
-    out: list[Delivery] = []
-    for (team_id, channel_id), subs in by_channel.items():
-        shows = sorted({s.show for s in subs})
-        kept = _channel_episodes(subs, week_episodes)
-        shared = {s.keywords for s in subs}
-        # The same keywords on every show can be named in the post; mixed ones cannot.
-        keywords = next(iter(shared)) if len(shared) == 1 else ()
-        signature = (tuple(shows), tuple((s.show, s.keywords) for s in subs))
-        if signature not in rendered:
-            recap = aggregate(
-                kept, year=year, week=week, tz=settings.tz, shows=shows, keywords=keywords
-            )
-            rendered[signature] = render_recap(recap, renderer, quiet_week=settings.quiet_week)
-        result = rendered[signature]
-        if result is None:
-            continue
-        post, replies = result
-        out.append(
-            Delivery(
-                team_id=team_id,
-                channel_id=channel_id,
-                kind="recap",
-                key=f"{year}-W{week:02d}",
-                message=post,
-                thread=tuple(replies),
-            )
+    episodes = read_week(settings, store, year, week)
+    return [
+        Delivery(
+            team_id=r.team_id,
+            channel_id=r.channel_id,
+            kind="recap",
+            key=r.key,
+            message=r.post,
+            thread=r.replies,
         )
-    return out
+        for r in channel_recaps(settings, renderer, subs, episodes, year=year, week=week)
+    ]
 
 
 async def post_recaps(

@@ -158,7 +158,7 @@ async def recap(
     channel: str | None,
 ) -> int:
     """``digestbot recap``: print the week's recap, or post it to one channel (once)."""
-    from digests.recap import aggregate, week_bounds
+    from bot.recap_build import weekly
     from digests.render.recap import recap_text, render_recap
 
     if post and not channel:
@@ -175,22 +175,20 @@ async def recap(
     store = await asyncio.to_thread(open_store, settings)
     try:
         renderer = Renderer(settings.templates_dir, tz=settings.tz)
-        start, end = week_bounds(year, number, settings.tz)
-        episodes = store.between(start, end, shows=names)
-        weekly = aggregate(episodes, year=year, week=number, tz=settings.tz, shows=names)
+        recap = weekly(settings, store, year=year, week=number, shows=names)
         if fmt == "text" and not post:
-            out.write(recap_text(weekly, renderer).rstrip("\n") + "\n")
+            out.write(recap_text(recap, renderer).rstrip("\n") + "\n")
             return 0
-        built = render_recap(weekly, renderer, quiet_week=settings.quiet_week)
+        built = render_recap(recap, renderer, quiet_week=settings.quiet_week)
         if built is None:
-            out.write(f"no episodes in {weekly.key}; nothing to post\n")
+            out.write(f"no episodes in {recap.key}; nothing to post\n")
             return 0
         message, thread = built
         if not post:
             json.dump({**message, "thread": thread}, out, indent=2, ensure_ascii=False)
             out.write("\n")
             return 0
-        return await _post_recap(settings, store, channel or "", weekly.key, message, thread, out)
+        return await _post_recap(settings, store, channel or "", recap.key, message, thread, out)
     finally:
         store.close()
 

@@ -37,6 +37,8 @@ DEFAULT_LABEL_WEIGHTS: dict[str, int] = {
     "topic: performance": 2,
     "topic: not user facing": -3,
 }
+# Where "PR 123" points when a show names no repository (the CLI's too).
+DEFAULT_REPO = "pytorch/pytorch"
 # Public channels (C), private ones and group DMs (G), DMs (D).
 CHANNEL_ID_PATTERN = r"^[CGD][A-Z0-9]{2,}$"
 # The store's column widths (digests/store/schema.py): a longer value fails on PostgreSQL
@@ -66,7 +68,7 @@ ShowName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_SHOW_NA
 class ShowConfig(_Strict):
     name: ShowName
     feed: str = Field(min_length=1)
-    repo: str = Field(default="pytorch/pytorch", pattern=r"^[\w.-]+/[\w.-]+$", max_length=MAX_REPO)
+    repo: str = Field(default=DEFAULT_REPO, pattern=r"^[\w.-]+/[\w.-]+$", max_length=MAX_REPO)
     # PR labels: None takes the repository's default (REPO_STATE_LABELS, DEFAULT_LABEL_WEIGHTS).
     merged_labels: list[str] | None = None
     reverted_labels: list[str] | None = None

@@ -112,12 +112,6 @@ class ParsedSource:
     entries: tuple[RawEntry, ...] = ()
 
 
-class Show(_Frozen):
-    name: str
-    feed: str
-    repo: str = "pytorch/pytorch"
-
-
 class RecapEpisode(_Frozen):
     show: str
     guid: str

@@ -8,12 +8,16 @@ import sys
 import pytest
 
 
-def loaded_after(module: str) -> set[str]:
+def modules_after(module: str) -> set[str]:
     code = f"import sys, {module}; print('\\n'.join(sorted(sys.modules)))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
-    return {name.split(".")[0] for name in out.split()}
+    return set(out.split())
+
+
+def loaded_after(module: str) -> set[str]:
+    return {name.split(".")[0] for name in modules_after(module)}
 
 
 @pytest.mark.parametrize(
@@ -21,7 +25,22 @@ def loaded_after(module: str) -> set[str]:
     [
         ("digests.decide", {"sqlalchemy", "alembic", "slack_sdk", "slack_bolt", "apscheduler"}),
         ("digests.types", {"sqlalchemy", "alembic", "slack_sdk", "slack_bolt", "apscheduler"}),
+        ("bot.commands", {"apscheduler"}),
+        ("bot.recap_build", {"apscheduler"}),
     ],
 )
 def test_module_loads_no_io_library(module: str, forbidden: set[str]) -> None:
     assert loaded_after(module) & forbidden == set()
+
+
+@pytest.mark.parametrize(
+    ("module", "forbidden"),
+    [
+        # The slash commands answer from the store: the deliverer and the scheduled recap
+        # are the clock's.
+        ("bot.commands", {"bot.delivery", "bot.recap", "bot.scheduler", "bot.outbox"}),
+        ("bot.ingest", {"bot.delivery", "bot.outbox", "digests.store"}),
+    ],
+)
+def test_module_loads_no_other_layer(module: str, forbidden: set[str]) -> None:
+    assert modules_after(module) & forbidden == set()

@@ -27,9 +27,8 @@ from bot.commands.parse import (
 )
 from bot.commands.replies import context, divider, mark_empty, message, nothing, section
 from bot.enrichment import pr_details_line
-from bot.recap import week_message
+from bot.recap_build import read_week, week_message
 from digests.models import Episode
-from digests.recap import week_bounds
 from digests.render import escape
 from digests.render.limits import Message
 from digests.types import PrMention
@@ -236,8 +235,7 @@ def week_shows(deps: Deps, invocation: Invocation) -> list[str]:
 
 def _week_count(week: Week, deps: Deps, shows: Sequence[str]) -> int:
     assert week.year is not None and week.number is not None
-    start, end = week_bounds(week.year, week.number, deps.settings.tz)
-    return len(deps.store.between(start, end, shows=shows or None))
+    return len(read_week(deps.settings, deps.store, week.year, week.number, shows))
 
 
 def resolve_week(command: Week, deps: Deps, invocation: Invocation) -> Week:

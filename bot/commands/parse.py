@@ -2,47 +2,93 @@
 
 The text is untrusted and arrives straight from Slack: it is length-capped before anything
 else, and every rejection is a ``CommandError`` carrying one line of reason plus the usage
-of the subcommand it concerns.
+of the subcommand it concerns. The commands themselves are ``bot.commands.model``; days and
+weeks, ``bot.commands.dates``.
 """
 
 from __future__ import annotations
 
-import calendar
 import difflib
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import date, timedelta
+from dataclasses import dataclass
+from datetime import date
 
 from bot import messages as msg
-from digests.errors import DigestError
-from digests.recap import InvalidWeek, parse_week
+from bot.commands.dates import parse_date, parse_day, parse_week_args, show_day
+from bot.commands.model import (
+    DEFAULT_RECENT,
+    EPISODE_QUERIES,
+    MAX_KEYWORD_LEN,
+    MAX_KEYWORDS,
+    MAX_PR,
+    MAX_RECENT,
+    MAX_YEAR,
+    MIN_YEAR,
+    SHAREABLE,
+    TYPO_CUTOFF,
+    Command,
+    CommandError,
+    Help,
+    Latest,
+    ListSubscriptions,
+    NearbyDate,
+    NearbyPr,
+    NearbyTitle,
+    NearbyUrl,
+    Pr,
+    Recent,
+    Search,
+    Status,
+    Subscribe,
+    Unsubscribe,
+    Week,
+    week_containing,
+)
+from bot.commands.model import quote_value as _quote
 from digests.render.escape import unescape
 
-MAX_RECENT = 20
-DEFAULT_RECENT = 5
-MAX_KEYWORDS = 10
-MAX_KEYWORD_LEN = 50
-# difflib ratio above which a word is taken for a misspelt show ("PyTroch" 0.86), not a
-# keyword ("python" 0.62 against "PyTorch").
-TYPO_CUTOFF = 0.8
-# PostgreSQL's integer; a bigger "PR number" is a typo or an attack, not a PR.
-MAX_PR = 2**31 - 1
+__all__ = [
+    "DEFAULT_RECENT",
+    "EPISODE_QUERIES",
+    "MAX_KEYWORDS",
+    "MAX_KEYWORD_LEN",
+    "MAX_PR",
+    "MAX_RECENT",
+    "MAX_YEAR",
+    "MIN_YEAR",
+    "QUOTES",
+    "SHAREABLE",
+    "Arg",
+    "Command",
+    "CommandError",
+    "Help",
+    "Latest",
+    "ListSubscriptions",
+    "NearbyDate",
+    "NearbyPr",
+    "NearbyTitle",
+    "NearbyUrl",
+    "Pr",
+    "Recent",
+    "Search",
+    "Status",
+    "Subscribe",
+    "Unsubscribe",
+    "Week",
+    "episode_link",
+    "parse_command",
+    "parse_date",
+    "parse_day",
+    "parse_pr",
+    "show_day",
+    "subscribe_text",
+    "unparse",
+    "unquote_words",
+    "week_containing",
+]
 
-MIN_YEAR, MAX_YEAR = 2000, 2100
-# A year-less date is the latest such day not in the future; 29 Feb may be 8 years back.
-_LEAP_SEARCH = 8
-
-_ISO_DATE_RE = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})$")
-# Day and month in either order: read only when the numbers leave no doubt (25/10, 10/25).
-_NUMERIC_DATE_RE = re.compile(r"^(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})$")
-_SHORT_NUMERIC_RE = re.compile(r"^(\d{1,2})/(\d{1,2})$")
-_DATELIKE_RE = re.compile(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}$")
-_DAY_RE = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)?$")
-_YEAR_RE = re.compile(r"^\d{4}$")
-_ISO_WEEK_RE = re.compile(r"^\d{4}-?w\d{1,2}$", re.IGNORECASE)
-_BARE_WEEK_RE = re.compile(r"^w?(\d{1,2})$", re.IGNORECASE)
 _PR_RE = re.compile(r"^#?(\d+)$")
 _NEGATIVE_PR_RE = re.compile(r"^#?-\d+$")
 _URL_RE = re.compile(r"^https?://\S+$", re.IGNORECASE)
@@ -54,284 +100,6 @@ _PR_LINK_RE = re.compile(
 # Straight and curly quotes people put around a show name or a keyword (Slack turns "
 # into “ ” on some keyboards).
 QUOTES = "\"'“”„‘’‚«»"
-
-_MONTHS = {
-    name: number
-    for number in range(1, 13)
-    for name in (
-        calendar.month_name[number].casefold(),
-        calendar.month_abbr[number].casefold(),
-    )
-} | {"sept": 9}
-_WEEKDAYS = {
-    name: number
-    for number in range(7)
-    for name in (calendar.day_name[number].casefold(), calendar.day_abbr[number].casefold())
-} | {"tues": 1, "thur": 3, "thurs": 3}
-
-
-class CommandError(DigestError):
-    """A bad argument: ``reason`` is one line, ``usage`` the subcommand(s) it concerns."""
-
-    def __init__(self, reason: str, subcommand: str | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.subcommand = subcommand
-
-    @property
-    def usage(self) -> str:
-        return msg.USAGE.get(self.subcommand or "", msg.USAGE_SHORT)
-
-
-@dataclass(frozen=True)
-class Recent:
-    n: int = DEFAULT_RECENT
-
-
-@dataclass(frozen=True)
-class Latest:
-    pass
-
-
-@dataclass(frozen=True)
-class NearbyDate:
-    day: date
-
-
-@dataclass(frozen=True)
-class NearbyTitle:
-    words: str
-
-
-@dataclass(frozen=True)
-class NearbyPr:
-    number: int
-
-
-@dataclass(frozen=True)
-class NearbyUrl:
-    url: str
-
-
-@dataclass(frozen=True)
-class Pr:
-    number: int
-
-
-@dataclass(frozen=True)
-class Search:
-    words: str
-
-
-@dataclass(frozen=True)
-class Week:
-    """An ISO week; ``Week()`` (no week given) is settled against the archive when run."""
-
-    year: int | None = None
-    number: int | None = None
-    # A bare `week` that shows last week because this one has no episodes yet: the reply
-    # says so. Not part of the command's identity (it is a fact about the archive).
-    fell_back: bool = field(default=False, compare=False)
-
-    @property
-    def monday(self) -> date | None:
-        if self.year is None or self.number is None:
-            return None
-        return date.fromisocalendar(self.year, self.number, 1)
-
-
-def week_containing(day: date) -> Week:
-    iso = day.isocalendar()
-    return Week(iso.year, iso.week)
-
-
-@dataclass(frozen=True)
-class Subscribe:
-    show: str
-    keywords: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Unsubscribe:
-    show: str | None = None
-
-
-@dataclass(frozen=True)
-class ListSubscriptions:
-    pass
-
-
-@dataclass(frozen=True)
-class Status:
-    pass
-
-
-@dataclass(frozen=True)
-class Help:
-    unknown: str | None = None
-
-
-Command = (
-    Recent
-    | Latest
-    | NearbyDate
-    | NearbyTitle
-    | NearbyPr
-    | NearbyUrl
-    | Pr
-    | Search
-    | Week
-    | Subscribe
-    | Unsubscribe
-    | ListSubscriptions
-    | Status
-    | Help
-)
-
-# Questions about the archive alone: the same answer in every channel (so one cache entry
-# serves them all).
-EPISODE_QUERIES = (Recent, Latest, NearbyDate, NearbyTitle, NearbyPr, NearbyUrl, Pr, Search)
-# Read-only answers may be re-run for "Share in channel"; the others change state.
-SHAREABLE = (*EPISODE_QUERIES, Week, ListSubscriptions, Status)
-
-
-def _quote(value: str, limit: int = 40) -> str:
-    """An argument echoed back to the user: short, and unable to close our backticks."""
-    value = value.replace("`", "'")
-    return value if len(value) <= limit else value[: limit - 1] + "…"
-
-
-def show_day(day: date) -> str:
-    """A day as replies echo it: ``5 Oct 2026`` (unambiguous in every locale)."""
-    return f"{day.day} {calendar.month_abbr[day.month]} {day.year}"
-
-
-def _calendar_day(value: str, subcommand: str, year: int, month: int, day: int) -> date:
-    if not MIN_YEAR <= year <= MAX_YEAR:
-        raise CommandError(msg.DATE_RANGE.format(value=_quote(value)), subcommand)
-    try:
-        return date(year, month, day)
-    except ValueError as exc:
-        raise CommandError(msg.NO_SUCH_DATE.format(value=_quote(value)), subcommand) from exc
-
-
-def _need_today(today: date | None, value: str, subcommand: str) -> date:
-    if today is None:
-        raise CommandError(msg.NEED_YEAR.format(value=_quote(value)), subcommand)
-    return today
-
-
-def _latest(value: str, subcommand: str, month: int, day: int, today: date | None) -> date:
-    """The latest ``day`` of ``month`` that is not after today: "Oct 5" in November is this
-    year's, in September last year's."""
-    try:
-        date(2000, month, day)  # a leap year: does the day exist at all?
-    except ValueError as exc:
-        raise CommandError(msg.NO_SUCH_DATE.format(value=_quote(value)), subcommand) from exc
-    base = _need_today(today, value, subcommand)
-    for year in range(base.year, base.year - _LEAP_SEARCH - 1, -1):
-        try:
-            found = date(year, month, day)
-        except ValueError:
-            continue  # 29 Feb outside a leap year
-        if found <= base:
-            return found
-    raise CommandError(msg.NO_SUCH_DATE.format(value=_quote(value)), subcommand)
-
-
-def _day_or_month_first(
-    value: str, subcommand: str, a: int, b: int, year: int | None, today: date | None
-) -> date:
-    """``a/b[/year]`` when only one reading is a date (or both readings are the same day)."""
-    if 0 in (a, b) or (a > 12 and b > 12):
-        raise CommandError(msg.NO_SUCH_DATE.format(value=_quote(value)), subcommand)
-    if a == b or a > 12:
-        day, month = a, b
-    elif b > 12:
-        day, month = b, a
-    else:
-        first, second = f"{a} {calendar.month_abbr[b]}", f"{b} {calendar.month_abbr[a]}"
-        raise CommandError(
-            msg.AMBIGUOUS_DATE.format(value=_quote(value), first=first, second=second),
-            subcommand,
-        )
-    if year is None:
-        return _latest(value, subcommand, month, day, today)
-    return _calendar_day(value, subcommand, year, month, day)
-
-
-def _month_words(value: str, subcommand: str, today: date | None) -> date | None:
-    """``5 Oct 2026``, ``Oct 5, 2026``, ``October 5th``, ``Mon 5 Oct 2026`` (how replies show
-    a day), ``5-Oct-2026``; None when the words are not a date of that shape."""
-    tokens = [t.rstrip(".") for t in value.casefold().replace(",", " ").split()]
-    if len(tokens) == 1 and "-" in tokens[0]:
-        tokens = tokens[0].split("-")
-    tokens = [t for t in tokens if t and t != "of"]
-    weekday = None
-    if len(tokens) > 2 and tokens[0] in _WEEKDAYS:
-        weekday, tokens = _WEEKDAYS[tokens[0]], tokens[1:]
-    if len(tokens) not in (2, 3):
-        return None
-    if tokens[0] in _MONTHS and _DAY_RE.match(tokens[1]):
-        month, day_word = _MONTHS[tokens[0]], tokens[1]
-    elif tokens[1] in _MONTHS and _DAY_RE.match(tokens[0]):
-        month, day_word = _MONTHS[tokens[1]], tokens[0]
-    else:
-        return None
-    day_match = _DAY_RE.match(day_word)
-    assert day_match is not None
-    day = int(day_match.group(1))
-    if len(tokens) == 3:
-        if not _YEAR_RE.match(tokens[2]):
-            return None
-        found = _calendar_day(value, subcommand, int(tokens[2]), month, day)
-    else:
-        found = _latest(value, subcommand, month, day, today)
-    if weekday is not None and found.weekday() != weekday:
-        raise CommandError(
-            msg.WRONG_WEEKDAY.format(
-                day=show_day(found),
-                actual=calendar.day_name[found.weekday()],
-                given=calendar.day_name[weekday],
-            ),
-            subcommand,
-        )
-    return found
-
-
-def parse_day(value: str, subcommand: str, today: date | None = None) -> date | None:
-    """A day written the ways people write one, or None when ``value`` does not look like a
-    date at all (so it can be read as something else).
-
-    ``today`` anchors the relative forms (``today``, ``yesterday``, a date without a year),
-    which without it are refused. Raises ``CommandError`` for a date-shaped value that is
-    not a day (30 Feb), out of range, or ambiguous (``05/10/2026``: 5 Oct or 10 May?).
-    """
-    value = " ".join(value.split())
-    lowered = value.casefold()
-    if lowered in ("today", "yesterday"):
-        base = _need_today(today, value, subcommand)
-        return base if lowered == "today" else base - timedelta(days=1)
-    if match := _ISO_DATE_RE.match(value):
-        year, month, day = (int(part) for part in match.groups())
-        return _calendar_day(value, subcommand, year, month, day)
-    if match := _NUMERIC_DATE_RE.match(value):
-        a, b, year = (int(part) for part in match.groups())
-        return _day_or_month_first(value, subcommand, a, b, year, today)
-    if match := _SHORT_NUMERIC_RE.match(value):
-        a, b = (int(part) for part in match.groups())
-        return _day_or_month_first(value, subcommand, a, b, None, today)
-    if _DATELIKE_RE.match(value):
-        raise CommandError(msg.NOT_A_DATE.format(value=_quote(value)), subcommand)
-    return _month_words(value, subcommand, today)
-
-
-def parse_date(value: str, subcommand: str, today: date | None = None) -> date:
-    """Like ``parse_day``, but anything that is not a day is an error."""
-    found = parse_day(value, subcommand, today)
-    if found is None:
-        raise CommandError(msg.NOT_A_DATE.format(value=_quote(value)), subcommand)
-    return found
 
 
 def parse_pr(value: str, subcommand: str) -> int:
@@ -403,45 +171,6 @@ def _parse_pr(args: list[str]) -> Pr:
     if len(args) > 1:
         raise CommandError(msg.EXTRA_ARGS.format(value=_quote(args[1]), command="pr"), "pr")
     return Pr(parse_pr(args[0], "pr"))
-
-
-def _week_number(value: str, number: int, today: date | None) -> Week:
-    """``w41``: this year's week 41 when it has begun, else last year's."""
-    base = _need_today(today, value, "week")
-    year = base.isocalendar().year
-    for candidate in (year, year - 1):
-        try:
-            monday = date.fromisocalendar(candidate, number, 1)
-        except ValueError:
-            continue
-        if monday <= base:
-            return Week(candidate, number)
-    raise CommandError(msg.NO_SUCH_WEEK.format(value=_quote(value)), "week")
-
-
-def _parse_week(args: list[str], today: date | None) -> Week:
-    if not args:
-        return Week()
-    value = " ".join(args)
-    lowered = value.casefold()
-    if lowered in ("this", "this week", "current"):
-        return week_containing(_need_today(today, value, "week"))
-    if lowered in ("last", "last week", "previous"):
-        return week_containing(_need_today(today, value, "week") - timedelta(days=7))
-    if _ISO_WEEK_RE.match(value):
-        try:
-            year, number = parse_week(value)
-        except InvalidWeek as exc:
-            raise CommandError(msg.NO_SUCH_WEEK.format(value=_quote(value)), "week") from exc
-        if not MIN_YEAR <= year <= MAX_YEAR:
-            raise CommandError(msg.DATE_RANGE.format(value=_quote(value)), "week")
-        return Week(year, number)
-    if match := _BARE_WEEK_RE.match(value):
-        return _week_number(value, int(match.group(1)), today)
-    day = parse_day(value, "week", today)
-    if day is None:
-        raise CommandError(msg.NOT_A_WEEK.format(value=_quote(value)), "week")
-    return week_containing(day)
 
 
 def _fold(name: str) -> str:
@@ -607,7 +336,7 @@ def parse_command(text: str, shows: Sequence[str], today: date | None = None) ->
             raise CommandError(msg.NEED_WORDS, "search")
         return Search(" ".join(args))
     if head == "week":
-        return _parse_week(args, today)
+        return parse_week_args(args, today)
     if head in ("subscribe", "follow"):
         return _parse_subscribe(args, shows)
     if head in ("unsubscribe", "unfollow"):

@@ -1,0 +1,156 @@
+"""`/episodes` commands as data: what ``parse_command`` returns and the handlers take.
+
+Also ``CommandError`` (one line of reason plus the usage of the subcommand it concerns) and
+the limits the parser enforces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+
+from bot import messages as msg
+from digests.errors import DigestError
+
+MAX_RECENT = 20
+DEFAULT_RECENT = 5
+MAX_KEYWORDS = 10
+MAX_KEYWORD_LEN = 50
+# difflib ratio above which a word is taken for a misspelt show ("PyTroch" 0.86), not a
+# keyword ("python" 0.62 against "PyTorch").
+TYPO_CUTOFF = 0.8
+# PostgreSQL's integer; a bigger "PR number" is a typo or an attack, not a PR.
+MAX_PR = 2**31 - 1
+
+MIN_YEAR, MAX_YEAR = 2000, 2100
+
+
+class CommandError(DigestError):
+    """A bad argument: ``reason`` is one line, ``usage`` the subcommand(s) it concerns."""
+
+    def __init__(self, reason: str, subcommand: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.subcommand = subcommand
+
+    @property
+    def usage(self) -> str:
+        return msg.USAGE.get(self.subcommand or "", msg.USAGE_SHORT)
+
+
+@dataclass(frozen=True)
+class Recent:
+    n: int = DEFAULT_RECENT
+
+
+@dataclass(frozen=True)
+class Latest:
+    pass
+
+
+@dataclass(frozen=True)
+class NearbyDate:
+    day: date
+
+
+@dataclass(frozen=True)
+class NearbyTitle:
+    words: str
+
+
+@dataclass(frozen=True)
+class NearbyPr:
+    number: int
+
+
+@dataclass(frozen=True)
+class NearbyUrl:
+    url: str
+
+
+@dataclass(frozen=True)
+class Pr:
+    number: int
+
+
+@dataclass(frozen=True)
+class Search:
+    words: str
+
+
+@dataclass(frozen=True)
+class Week:
+    """An ISO week; ``Week()`` (no week given) is settled against the archive when run."""
+
+    year: int | None = None
+    number: int | None = None
+    # A bare `week` that shows last week because this one has no episodes yet: the reply
+    # says so. Not part of the command's identity (it is a fact about the archive).
+    fell_back: bool = field(default=False, compare=False)
+
+    @property
+    def monday(self) -> date | None:
+        if self.year is None or self.number is None:
+            return None
+        return date.fromisocalendar(self.year, self.number, 1)
+
+
+def week_containing(day: date) -> Week:
+    iso = day.isocalendar()
+    return Week(iso.year, iso.week)
+
+
+@dataclass(frozen=True)
+class Subscribe:
+    show: str
+    keywords: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Unsubscribe:
+    show: str | None = None
+
+
+@dataclass(frozen=True)
+class ListSubscriptions:
+    pass
+
+
+@dataclass(frozen=True)
+class Status:
+    pass
+
+
+@dataclass(frozen=True)
+class Help:
+    unknown: str | None = None
+
+
+Command = (
+    Recent
+    | Latest
+    | NearbyDate
+    | NearbyTitle
+    | NearbyPr
+    | NearbyUrl
+    | Pr
+    | Search
+    | Week
+    | Subscribe
+    | Unsubscribe
+    | ListSubscriptions
+    | Status
+    | Help
+)
+
+# Questions about the archive alone: the same answer in every channel (so one cache entry
+# serves them all).
+EPISODE_QUERIES = (Recent, Latest, NearbyDate, NearbyTitle, NearbyPr, NearbyUrl, Pr, Search)
+# Read-only answers may be re-run for "Share in channel"; the others change state.
+SHAREABLE = (*EPISODE_QUERIES, Week, ListSubscriptions, Status)
+
+
+def quote_value(value: str, limit: int = 40) -> str:
+    """An argument echoed back to the user: short, and unable to close our backticks."""
+    value = value.replace("`", "'")
+    return value if len(value) <= limit else value[: limit - 1] + "…"
