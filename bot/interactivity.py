@@ -79,39 +79,65 @@ async def _ack(ack: AsyncAck) -> None:
     await ack()
 
 
+async def _share(body: dict[str, Any], respond: AsyncRespond, deps: Deps) -> None:
+    """ "Share in channel": the command run again, posted for everyone, the private reply gone."""
+    text = read_share_value(str(_action(body).get("value") or ""))
+    if text is None:
+        await respond(replace_original=False, **_reply_kwargs(share_gone()))
+        return
+    invocation = invocation_of(body)
+    result = await answer_off_loop(text, deps, invocation, for_share=True)
+    if result.share is None:
+        # Refused or failed: tell the clicker only, and leave their reply in place.
+        await respond(replace_original=False, **_reply_kwargs(result.message))
+        return
+    copy = shared_copy(result.message, invocation.user_id)
+    # The ephemeral reply cannot become public in place: post the copy, then remove it.
+    await respond(response_type="in_channel", replace_original=False, **_reply_kwargs(copy))
+    await respond(delete_original=True)
+
+
+def _thread_target(
+    body: dict[str, Any], bot_user_id: str | None, threaded: TtlCache[bool]
+) -> tuple[str, str] | None:
+    """(channel, thread ts) to reply in, or None when the reply should be ephemeral."""
+    container = body.get("container") or {}
+    posted = body.get("message") or {}
+    channel, ts = _id(body, "channel"), posted.get("thread_ts") or posted.get("ts")
+    if not channel or not ts or container.get("is_ephemeral"):
+        return None
+    if bot_user_id and bot_user_id in (posted.get("reply_users") or []):
+        return None  # the thread already holds our reply (ours, or delivery's)
+    if threaded.get(f"{channel}:{ts}"):
+        return None
+    return channel, str(ts)
+
+
+async def _nearby(body: dict[str, Any], respond: AsyncRespond, deps: Deps) -> None:
+    def build() -> Message:
+        episode = episode_of(body, deps)
+        if episode is None:
+            return message(msg.EPISODE_GONE, [section(msg.EPISODE_GONE)])
+        return nearby_of(episode, deps)
+
+    try:
+        reply = await asyncio.to_thread(build)
+    except Exception as exc:
+        log.exception("Nearby button failed")
+        reply = failure_reply(exc)
+    await respond(response_type="ephemeral", replace_original=False, **_reply_kwargs(reply))
+
+
 def register(app: AsyncApp, deps: Deps) -> None:
     async def share(body: dict[str, Any], respond: AsyncRespond) -> None:
-        text = read_share_value(str(_action(body).get("value") or ""))
-        if text is None:
-            await respond(replace_original=False, **_reply_kwargs(share_gone()))
-            return
-        invocation = invocation_of(body)
-        result = await answer_off_loop(text, deps, invocation, for_share=True)
-        if result.share is None:
-            # Refused or failed: tell the clicker only, and leave their reply in place.
-            await respond(replace_original=False, **_reply_kwargs(result.message))
-            return
-        copy = shared_copy(result.message, invocation.user_id)
-        # The ephemeral reply cannot become public in place: post the copy, then remove it.
-        await respond(response_type="in_channel", replace_original=False, **_reply_kwargs(copy))
-        await respond(delete_original=True)
+        await _share(body, respond, deps)
+
+    async def nearby(body: dict[str, Any], respond: AsyncRespond) -> None:
+        await _nearby(body, respond, deps)
 
     # Messages whose thread this process already answered: the next clicks get the list
     # privately instead of one more copy in the thread for everyone.
     threaded: TtlCache[bool] = TtlCache(ttl=24 * 3600, size=10_000)
-
-    def thread_target(body: dict[str, Any], bot_user_id: str | None) -> tuple[str, str] | None:
-        """(channel, thread ts) to reply in, or None when the reply should be ephemeral."""
-        container = body.get("container") or {}
-        posted = body.get("message") or {}
-        channel, ts = _id(body, "channel"), posted.get("thread_ts") or posted.get("ts")
-        if not channel or not ts or container.get("is_ephemeral"):
-            return None
-        if bot_user_id and bot_user_id in (posted.get("reply_users") or []):
-            return None  # the thread already holds our reply (ours, or delivery's)
-        if threaded.get(f"{channel}:{ts}"):
-            return None
-        return channel, str(ts)
 
     async def key_prs(
         body: dict[str, Any],
@@ -130,7 +156,7 @@ def register(app: AsyncApp, deps: Deps) -> None:
         except Exception as exc:
             log.exception("Key PRs button failed")
             replies, episode = [failure_reply(exc)], None
-        target = thread_target(body, context.bot_user_id)
+        target = _thread_target(body, context.bot_user_id, threaded)
         if episode is not None and episode.pull_requests and target is not None:
             channel, ts = target
             threaded.put(f"{channel}:{ts}", True)
@@ -149,20 +175,6 @@ def register(app: AsyncApp, deps: Deps) -> None:
                 log.warning("thread reply in %s failed: %s", channel, exc)
         for reply in replies[:4]:  # a response_url takes 5 uses in all
             await respond(response_type="ephemeral", replace_original=False, **_reply_kwargs(reply))
-
-    async def nearby(body: dict[str, Any], respond: AsyncRespond) -> None:
-        def build() -> Message:
-            episode = episode_of(body, deps)
-            if episode is None:
-                return message(msg.EPISODE_GONE, [section(msg.EPISODE_GONE)])
-            return nearby_of(episode, deps)
-
-        try:
-            reply = await asyncio.to_thread(build)
-        except Exception as exc:
-            log.exception("Nearby button failed")
-            reply = failure_reply(exc)
-        await respond(response_type="ephemeral", replace_original=False, **_reply_kwargs(reply))
 
     app.action(SHARE_ACTION)(ack=_ack, lazy=[share])
     app.action(KEY_PRS_ACTION)(ack=_ack, lazy=[key_prs])
