@@ -6,6 +6,8 @@ without going through ``digests.render.escape`` first (callers do that).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 COMMAND = "/episodes"
 MAX_TEXT = 500
 
@@ -157,6 +159,23 @@ PAUSE_REASONS = {
     "not_in_channel": "I am not a member and cannot join it (invite me with `/invite`)",
 }
 PAUSE_REASON_OTHER = "Slack refused my posts there (`{error}`)"
+PAUSED_DM_SHOW = "*{show}*"
+PAUSED_DM_SHOWS_SEP = ", "
+# Inside backticks, escaped as Slack itself sends typed text: copied and run, it parses
+# back to the same show and keywords.
+PAUSED_DM_COMMAND = "`{command} subscribe {args}`"
+
+
+def command_arg(value: str) -> str:
+    """One argument of a command as ``parse_command`` reads it back: quoted when it has
+    spaces."""
+    return f'"{value}"' if len(value.split()) > 1 else value
+
+
+def subscribe_args(show: str, keywords: Sequence[str] = ()) -> str:
+    """The arguments of the ``subscribe`` that makes exactly this subscription (without
+    the ``subscribe``): ``parse_command`` reads them back to the same show and keywords."""
+    return " ".join(command_arg(arg) for arg in (show, *keywords))
 
 SHARED_BY = "Shared by <@{user}>"
 SHARE_BUTTON = "Share in channel"

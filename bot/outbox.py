@@ -13,13 +13,15 @@ import itertools
 import json
 import logging
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol, TextIO
 
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack import make_web_client
 from config.settings import Settings
 from digests.errors import SlackError
 from digests.render import message_to_text
@@ -27,6 +29,10 @@ from digests.render import message_to_text
 log = logging.getLogger(__name__)
 
 EVENT_TYPE = "digestbot_delivery"
+
+# How far before a claim (or a post) a message could carry a Slack timestamp: clock skew
+# between us and Slack, so a ``find`` reaching back this far sees whatever we posted.
+HISTORY_MARGIN = timedelta(minutes=10)
 
 Category = Literal["ratelimited", "server", "timeout", "channel", "auth", "fatal"]
 
@@ -114,6 +120,14 @@ def metadata_for(
     if extra:
         payload.update({k: v for k, v in extra.items() if k not in payload})
     return {"event_type": EVENT_TYPE, "event_payload": payload}
+
+
+def key_and_part(metadata: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The ledger key and part a post's metadata names (what ``find`` looks for)."""
+    payload = metadata.get("event_payload")
+    if not isinstance(payload, Mapping) or not payload.get("key"):
+        return None
+    return str(payload["key"]), str(payload.get("part", "digest"))
 
 
 class Outbox(Protocol):
@@ -207,15 +221,19 @@ class SlackOutbox:
 
     @classmethod
     def from_settings(cls, settings: Settings, *, timeout: int = 10) -> SlackOutbox:
-        from bot.slack import make_web_client
-
         post_client = AsyncWebClient(
             token=settings.slack_bot_token,
             base_url=settings.slack_api_url,
             timeout=timeout,
             retry_handlers=[],
         )
-        return cls(make_web_client(settings, timeout=timeout), post_client)
+        client = make_web_client(settings, timeout=timeout)
+        # A 429 is the deliverer's to wait out (bot.delivery.paced, which caps the wait):
+        # slack_sdk's own handler would sleep whatever Retry-After says, an hour included.
+        client.retry_handlers = [
+            h for h in client.retry_handlers if not isinstance(h, AsyncRateLimitErrorRetryHandler)
+        ]
+        return cls(client, post_client)
 
     async def post(
         self,

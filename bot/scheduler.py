@@ -21,31 +21,30 @@ import signal
 import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
-from weakref import WeakKeyDictionary
 
 import httpx
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.delivery import Deliverer
-from bot.outbox import Outbox
+from bot.outbox import Outbox, make_outbox
 from bot.poll import RunReport, Sweeper, poll_limit, run_once
+from bot.recap import recap_job
+from bot.runtime import open_store, resolve_team_id, sync_config_channels
 from config.settings import Settings, ShowConfig
+from digests.fetch import make_http_client
 from digests.render import Renderer
 from digests.store import Store
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
+Now = Callable[[], datetime]
 ExtraJob = Callable[[AsyncIOScheduler], None]
 
 SWEEP_JOB = "sweep"
 # How often a clock looks for deliveries a dead clock (or crashed run) left unfinished: the
 # bound on how long a channel waits when the clock that was fanning out dies.
 SWEEP_SECONDS = 30.0
-
-_deliverers: WeakKeyDictionary[AsyncIOScheduler, Deliverer] = WeakKeyDictionary()
-_running: WeakKeyDictionary[AsyncIOScheduler, set[asyncio.Task[object]]] = WeakKeyDictionary()
 
 
 def _utcnow() -> datetime:
@@ -56,88 +55,97 @@ def job_id(show: str) -> str:
     return f"poll:{show}"
 
 
-def deliverer_of(scheduler: AsyncIOScheduler) -> Deliverer:
-    """The deliverer the poll jobs of ``scheduler`` share (for jobs added by hooks)."""
-    return _deliverers[scheduler]
-
-
 def first_run(store: Store, show: str, now: datetime) -> datetime:
     """Now, unless the show's stored next poll (backoff, Retry-After) is later."""
     due = store.fetch_state(show).next_poll_at
     return max(now, due) if due is not None else now
 
 
-def build_scheduler(
-    settings: Settings,
-    store: Store,
-    outbox: Outbox,
-    http_client: httpx.AsyncClient,
-    *,
-    now: Clock | datetime | None = None,
-    extra_jobs: Iterable[ExtraJob] = (),
-    deliverer: Deliverer | None = None,
-    renderer: Renderer | None = None,
-    on_report: Callable[[RunReport], None] | None = None,
-    sweep_seconds: float | None = SWEEP_SECONDS,
-) -> AsyncIOScheduler:
-    """An ``AsyncIOScheduler`` (not started) with a poll job per configured show.
+def _as_now(now: Now | datetime | None) -> Now:
+    if now is None:
+        return _utcnow
+    if isinstance(now, datetime):
+        fixed = now
+        return lambda: fixed
+    return now
 
-    Plus the recovery sweep (id ``sweep``, every ``sweep_seconds``, first at start-up;
-    None leaves it out): the poll jobs re-offer only their own show's unfinished rows and
-    only every ``poll_minutes``, so when another clock dies mid fan-out it is the sweep
-    that finishes its channels.
+
+class Clock:
+    """The clock's moving parts in one object: the APScheduler instance (not started), the
+    deliverer its jobs share, and the job runs in flight (so a stop can let them finish).
+
+    One poll job per configured show, plus the recovery sweep (id ``sweep``, every
+    ``sweep_seconds``, first at start-up; None leaves it out): the poll jobs re-offer only
+    their own show's unfinished rows and only every ``poll_minutes``, so when another clock
+    dies mid fan-out it is the sweep that finishes its channels. ``extra_jobs`` get the
+    scheduler to add theirs (the weekly recap).
 
     ``now`` is a clock (or a fixed time, for tests that only inspect the jobs).
     """
-    clock: Clock
-    if now is None:
-        clock = _utcnow
-    elif isinstance(now, datetime):
-        fixed = now
-        clock = lambda: fixed  # noqa: E731
-    else:
-        clock = now
-    deliverer = deliverer or Deliverer(store, outbox)
-    renderer = renderer or Renderer(settings.templates_dir, tz=settings.tz)
-    schedule = settings.schedule
-    scheduler = AsyncIOScheduler(timezone=UTC)
-    _deliverers[scheduler] = deliverer
-    running: set[asyncio.Task[object]] = set()
-    _running[scheduler] = running
-    # Jobs that fire together (every show at start-up) share one bound on shows in flight.
-    gate = poll_limit(deliverer.ledger)
 
-    def make_job(show: ShowConfig) -> Callable[[], object]:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        outbox: Outbox,
+        http_client: httpx.AsyncClient,
+        *,
+        now: Now | datetime | None = None,
+        extra_jobs: Iterable[ExtraJob] = (),
+        deliverer: Deliverer | None = None,
+        renderer: Renderer | None = None,
+        on_report: Callable[[RunReport], None] | None = None,
+        sweep_seconds: float | None = SWEEP_SECONDS,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.outbox = outbox
+        self.http_client = http_client
+        self.now = _as_now(now)
+        self.deliverer = deliverer or Deliverer(store, outbox)
+        self.renderer = renderer or Renderer(settings.templates_dir, tz=settings.tz)
+        self.on_report = on_report
+        self.scheduler = AsyncIOScheduler(timezone=UTC)
+        self.running: set[asyncio.Task[object]] = set()
+        # Jobs that fire together (every show at start-up) share one bound on shows in flight.
+        self._gate = poll_limit(self.deliverer.ledger)
+        for show in settings.shows:
+            self._add_poll(show)
+        if sweep_seconds is not None:
+            self._add_sweep(sweep_seconds)
+        for add in extra_jobs:
+            add(self.scheduler)
+
+    def start(self) -> None:
+        self.scheduler.start()
+
+    async def stop(self, grace: float = 30.0) -> None:
+        """Stop firing jobs, give running ones ``grace`` seconds to finish, shut down.
+
+        APScheduler's asyncio executor cancels running jobs on shutdown: a poll cancelled
+        mid-delivery would leave its posts to recovery instead of finishing them.
+        """
+        self.scheduler.pause()
+        busy = set(self.running)
+        if busy:
+            await asyncio.wait(busy, timeout=grace)
+        self.scheduler.shutdown(wait=False)
+
+    # -- the jobs -------------------------------------------------------------------------
+    def _track(self) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self.running.add(task)
+            task.add_done_callback(self.running.discard)
+
+    def _add_poll(self, show: ShowConfig) -> None:
+        schedule = self.settings.schedule
+
         async def poll() -> None:
-            task = asyncio.current_task()
-            if task is not None:
-                running.add(task)
-                task.add_done_callback(running.discard)
-            started = clock()
-            try:
-                report = await run_once(
-                    settings,
-                    store,
-                    outbox,
-                    http_client,
-                    started,
-                    deliverer=deliverer,
-                    renderer=renderer,
-                    shows=[show],
-                    poll_gate=gate,
-                )
-            except Exception:  # a job must never die: log it, try again next interval
-                log.exception("poll of %s failed", show.name)
-                return
-            if on_report is not None:
-                on_report(report)
-            _after(scheduler, store, show, report, clock, schedule.jitter_seconds)
+            await self._poll(show)
 
-        return poll
-
-    for show in settings.shows:
-        scheduler.add_job(
-            make_job(show),
+        self.scheduler.add_job(
+            poll,
             trigger=IntervalTrigger(
                 minutes=schedule.poll_minutes, jitter=schedule.jitter_seconds or None
             ),
@@ -147,65 +155,75 @@ def build_scheduler(
             coalesce=True,
             max_instances=1,
             misfire_grace_time=schedule.poll_minutes * 60,
-            next_run_time=first_run(store, show.name, clock()),
+            next_run_time=first_run(self.store, show.name, self.now()),
         )
-    if sweep_seconds is not None:
-        sweeper = Sweeper(settings, store, deliverer, renderer)
+
+    async def _poll(self, show: ShowConfig) -> None:
+        self._track()
+        started = self.now()
+        try:
+            report = await run_once(
+                self.settings,
+                self.store,
+                self.outbox,
+                self.http_client,
+                started,
+                deliverer=self.deliverer,
+                renderer=self.renderer,
+                shows=[show],
+                poll_gate=self._gate,
+            )
+        except Exception:  # a job must never die: log it, try again next interval
+            log.exception("poll of %s failed", show.name)
+            return
+        if self.on_report is not None:
+            self.on_report(report)
+        self._after(show, report)
+
+    def _after(self, show: ShowConfig, report: RunReport) -> None:
+        """Move the show's next run to its stored next poll; stop if Slack refused every token."""
+        stopped = self.deliverer.stopped_teams
+        teams = {s.team_id for s in self.store.subscriptions(show=show.name)}
+        if stopped and teams and teams <= set(stopped):
+            log.error(
+                "Slack refused the token of every team following %s (%s): poll job paused",
+                show.name,
+                ", ".join(f"{t}: {e}" for t, e in stopped.items()),
+            )
+            self.scheduler.pause_job(job_id(show.name))
+            return
+        polled = next((p for p in report.polls if p.show == show.name), None)
+        due = polled.state.next_poll_at if polled is not None else None
+        if due is None or polled is None or polled.status == "busy":
+            return
+        jitter = self.settings.schedule.jitter_seconds
+        spread = timedelta(seconds=random.uniform(0, jitter)) if jitter else timedelta(0)
+        when = max(due, self.now()) + spread
+        job = self.scheduler.get_job(job_id(show.name))
+        if job is not None:
+            job.modify(next_run_time=when)
+
+    def _add_sweep(self, seconds: float) -> None:
+        sweeper = Sweeper(self.settings, self.store, self.deliverer, self.renderer)
 
         async def sweep() -> None:
-            task = asyncio.current_task()
-            if task is not None:
-                running.add(task)
-                task.add_done_callback(running.discard)
+            self._track()
             try:
                 await sweeper.sweep()
             except Exception:  # like a poll: log it, look again next time
                 log.exception("recovery sweep failed")
 
-        scheduler.add_job(
+        self.scheduler.add_job(
             sweep,
-            trigger=IntervalTrigger(seconds=sweep_seconds),
+            trigger=IntervalTrigger(seconds=seconds),
             id=SWEEP_JOB,
             name="recover orphaned deliveries",
             replace_existing=True,
             coalesce=True,
             max_instances=1,
-            misfire_grace_time=max(1, int(sweep_seconds)),
-            next_run_time=clock(),
+            misfire_grace_time=max(1, int(seconds)),
+            next_run_time=self.now(),
         )
-    for add in extra_jobs:
-        add(scheduler)
-    return scheduler
-
-
-def _after(
-    scheduler: AsyncIOScheduler,
-    store: Store,
-    show: ShowConfig,
-    report: RunReport,
-    clock: Clock,
-    jitter: int,
-) -> None:
-    """Move the show's next run to its stored next poll; stop if Slack refused every token."""
-    deliverer = deliverer_of(scheduler)
-    teams = {s.team_id for s in store.subscriptions(show=show.name)}
-    if deliverer.stopped_teams and teams and teams <= set(deliverer.stopped_teams):
-        log.error(
-            "Slack refused the token of every team following %s (%s): poll job paused",
-            show.name,
-            ", ".join(f"{t}: {e}" for t, e in deliverer.stopped_teams.items()),
-        )
-        scheduler.pause_job(job_id(show.name))
-        return
-    polled = next((p for p in report.polls if p.show == show.name), None)
-    due = polled.state.next_poll_at if polled is not None else None
-    if due is None or polled is None or polled.status == "busy":
-        return
-    spread = timedelta(seconds=random.uniform(0, jitter)) if jitter else timedelta(0)
-    when = max(due, clock()) + spread
-    job = scheduler.get_job(job_id(show.name))
-    if job is not None:
-        job.modify(next_run_time=when)
 
 
 async def run_clock(
@@ -221,10 +239,6 @@ async def run_clock(
     """
     if sweep_seconds is None:
         sweep_seconds = settings.schedule.sweep_seconds
-    from bot.outbox import make_outbox
-    from bot.runtime import open_store, resolve_team_id, sync_config_channels
-    from digests.fetch import make_http_client
-
     store = await asyncio.to_thread(open_store, settings)
     team_id = await resolve_team_id(settings)
     await asyncio.to_thread(sync_config_channels, settings, store, team_id)
@@ -236,15 +250,9 @@ async def run_clock(
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    extra: list[ExtraJob] = []
-    try:
-        from bot.recap import recap_job
-
-        extra.append(recap_job(settings, store, deliverer, renderer))
-    except ImportError:  # pragma: no cover - the recap part is optional
-        log.warning("weekly recap not available")
+    extra: list[ExtraJob] = [recap_job(settings, store, deliverer, renderer)]
     async with make_http_client() as http_client:
-        scheduler = build_scheduler(
+        clock = Clock(
             settings,
             store,
             outbox,
@@ -254,18 +262,12 @@ async def run_clock(
             renderer=renderer,
             sweep_seconds=sweep_seconds,
         )
-        scheduler.start()
-        log.info("clock started: %d jobs", len(scheduler.get_jobs()))
+        clock.start()
+        log.info("clock started: %d jobs", len(clock.scheduler.get_jobs()))
         try:
             await stop.wait()
         finally:
-            # Let a poll that is mid-delivery finish its posts (and their ledger rows) before
-            # shutting down: APScheduler's asyncio executor cancels running jobs on shutdown.
-            scheduler.pause()
-            busy = set(_running.get(scheduler, ()))
-            if busy:
-                await asyncio.wait(busy, timeout=grace)
-            scheduler.shutdown(wait=False)
+            await clock.stop(grace)
             await deliverer.aclose()
             await outbox.close()
             await asyncio.to_thread(store.close)

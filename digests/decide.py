@@ -21,6 +21,7 @@ from digests.types import (
     LedgerEntry,
     LedgerState,
     Notice,
+    RowStep,
     Subscription,
 )
 
@@ -199,13 +200,13 @@ def _after_subscription(
 
 
 def _action(entry: LedgerEntry | None, content_hash: str) -> Action | None:
-    if entry is None or entry.state in UNFINISHED:
+    if entry is None:
         return Action.POST
-    if entry.state == LedgerState.POSTED:
-        return Action.UPDATE if entry.content_hash != content_hash else None
-    if entry.state == LedgerState.FAILED:
-        return Action.POST if entry.content_hash != content_hash else None
-    return None
+    # Planning offers every unfinished row again, whoever holds it: the claim sorts it out.
+    step = ledger_step(entry, content_hash)
+    if step is RowStep.EDIT:
+        return Action.UPDATE
+    return Action.POST if step in (RowStep.POST, RowStep.RECOVER) else None
 
 
 def candidate_episodes(
@@ -267,3 +268,33 @@ def feed_notice(
             f"The {show} feed has recovered; digests are back on.",
         )
     return None
+
+
+def ledger_step(
+    entry: LedgerEntry,
+    content_hash: str,
+    *,
+    has_ts: bool = True,
+    held_by_live_owner: bool = False,
+) -> RowStep:
+    """What to do with a delivery whose ledger row is ``entry``, now that its content hashes
+    to ``content_hash`` (empty: content that is never edited, like recaps and notices).
+
+    - posted and unchanged (or no ``ts`` on record to edit) → nothing; posted and changed →
+      edit;
+    - failed with the same content → refused: Slack said no to exactly this, asking again
+      would loop; failed and changed since → post;
+    - posting held by another deliverer that is alive (``held_by_live_owner``, the caller's
+      probe) → busy; posting otherwise → recover (the post may have landed);
+    - pending or paused → post.
+    """
+    changed = bool(content_hash) and entry.content_hash != content_hash
+    if entry.state == LedgerState.POSTED:
+        return RowStep.EDIT if changed and has_ts else RowStep.NOTHING
+    if entry.state == LedgerState.FAILED:
+        return RowStep.POST if changed else RowStep.REFUSED
+    if entry.state == LedgerState.POSTING:
+        return RowStep.BUSY if held_by_live_owner else RowStep.RECOVER
+    if entry.state in UNFINISHED:
+        return RowStep.POST
+    return RowStep.NOTHING

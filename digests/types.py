@@ -158,3 +158,14 @@ class PrDetails:
     @property
     def key(self) -> PrKey:
         return (self.repo, self.number)
+
+
+class RowStep(StrEnum):
+    """What a delivery with a ledger row does next (:func:`digests.decide.ledger_step`)."""
+
+    NOTHING = "nothing"  # posted and unchanged
+    EDIT = "edit"  # posted, and the content changed since
+    REFUSED = "refused"  # Slack refused exactly this content before: not offered again
+    BUSY = "busy"  # another live deliverer holds it right now
+    RECOVER = "recover"  # claimed before and never finished: look in Slack before posting
+    POST = "post"  # certainly not in Slack yet (pending, paused, or failed then changed)

@@ -131,3 +131,31 @@ def test_the_dm_gives_the_command_that_restores_each_subscription(
     # The text inside the backticks is what Slack sends when it is copied and run.
     parsed = [parse_command(c.removeprefix("/episodes "), SHOWS) for c in commands]
     assert parsed == [Subscribe(show, keywords), Subscribe("PyTorch", ("fsdp",))]
+
+
+def test_the_dm_escapes_every_text_that_came_from_a_feed_or_slack() -> None:
+    """Issue 15 item 4 for pause DMs: show names, keywords, Slack's error and the channel id
+    reach the DM as words, never as a mention, a broadcast or a forged link."""
+    hostile = "<!channel> <https://evil.example|Click here> & <@U0BOSS>"
+    subs = [
+        Subscription(TEAM, "C1", f"Show {hostile}", keywords=(hostile,), created_by="U0ADA"),
+    ]
+    for error in ("is_archived", hostile):
+        message = paused_notice(f"C1>{hostile}", subs, error)
+        (block,) = message["blocks"]
+        for text in (message["text"], block["text"]["text"]):
+            assert "<!channel>" not in text and "<https://evil" not in text
+            assert "<@U0BOSS>" not in text and "&lt;!channel&gt;" in text
+            assert text.count("<") == 1 and "<#C1&gt;" in text  # only our channel mention
+        # verbatim: Slack does not turn a bare name or URL in the text into a link either.
+        assert block["text"]["verbatim"] is True
+
+
+def test_the_dm_fits_slack_however_many_shows_were_paused() -> None:
+    subs = [
+        Subscription(TEAM, "C1", f"Show {n} " + "x" * 80, keywords=("kw",), created_by="U0ADA")
+        for n in range(60)
+    ]
+    message = paused_notice("C1", subs, "is_archived")
+    assert len(message["text"]) <= 3000
+    assert all(len(b["text"]["text"]) <= 3000 for b in message["blocks"])

@@ -12,7 +12,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.delivery import Deliverer
 from bot.poll import RunReport
-from bot.scheduler import build_scheduler, deliverer_of, run_clock
+from bot.scheduler import Clock, run_clock
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.store import Store
 from tests.feedserver import FeedServer
@@ -43,9 +43,10 @@ async def test_one_poll_job_per_show_with_stable_ids(
         "Rust", replace(store.fetch_state("Rust"), failures=3, next_poll_at=backoff_until)
     )
     added: list[AsyncIOScheduler] = []
-    scheduler = build_scheduler(
+    clock = Clock(
         settings, store, slack_outbox(slack_fake), http, now=NOW, extra_jobs=[added.append]
     )
+    scheduler = clock.scheduler
     try:
         jobs = {job.id: job for job in scheduler.get_jobs()}
         assert sorted(jobs) == ["poll:PyTorch", "poll:Rust", "sweep"]
@@ -59,10 +60,10 @@ async def test_one_poll_job_per_show_with_stable_ids(
         assert jobs["poll:PyTorch"].next_run_time == NOW
         assert jobs["poll:Rust"].next_run_time == backoff_until  # restart honours the backoff
         assert added == [scheduler]
-        assert isinstance(deliverer_of(scheduler), Deliverer)
+        assert isinstance(clock.deliverer, Deliverer)
         assert not scheduler.running
     finally:
-        await deliverer_of(scheduler).aclose()
+        await clock.deliverer.aclose()
 
 
 async def test_running_clock_posts_and_moves_the_next_run(
@@ -77,9 +78,9 @@ async def test_running_clock_posts_and_moves_the_next_run(
     outbox = slack_outbox(slack_fake)
     deliverer = Deliverer(store, outbox, per_channel_interval=0.0)
     reports: list[RunReport] = []
-    scheduler = build_scheduler(
+    scheduler = Clock(
         settings, store, outbox, http, deliverer=deliverer, on_report=reports.append
-    )
+    ).scheduler
     scheduler.start()
     try:
         for _ in range(200):
@@ -113,9 +114,9 @@ async def test_revoked_token_pauses_the_jobs(
     outbox = slack_outbox(slack_fake)
     deliverer = Deliverer(store, outbox, per_channel_interval=0.0)
     reports: list[RunReport] = []
-    scheduler = build_scheduler(
+    scheduler = Clock(
         settings, store, outbox, http, deliverer=deliverer, on_report=reports.append
-    )
+    ).scheduler
     scheduler.start()
     try:
         for _ in range(200):
@@ -177,9 +178,9 @@ async def test_many_shows_starting_together_stay_inside_the_pool(
     outbox = slack_outbox(slack_fake)
     deliverer = Deliverer(store, outbox, per_channel_interval=0.0)
     reports: list[RunReport] = []
-    scheduler = build_scheduler(
+    scheduler = Clock(
         settings, store, outbox, http, deliverer=deliverer, on_report=reports.append
-    )
+    ).scheduler
     scheduler.start()
     try:
         for _ in range(600):
@@ -191,5 +192,37 @@ async def test_many_shows_starting_together_stay_inside_the_pool(
         assert len(keys_in(slack_fake.messages("C1"))) == len(feeds)
     finally:
         scheduler.shutdown(wait=False)
+        await deliverer.aclose()
+        await outbox.close()
+
+
+async def test_stopping_the_clock_lets_a_running_poll_finish(
+    store: Store, slack_fake: SlackFake, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    # The feed answers slowly, so the poll is still running when the clock is stopped.
+    url = feed_server.route("/slow.xml", rss(rss_item(3)), delay=0.5)
+    settings = settings_for(("PyTorch", url))
+    store.ensure_show("PyTorch", url, "pytorch/pytorch")
+    store.subscribe(TEAM, "C1", "PyTorch", source="config")
+    outbox = slack_outbox(slack_fake)
+    deliverer = Deliverer(store, outbox, per_channel_interval=0.0)
+    reports: list[RunReport] = []
+    clock = Clock(
+        settings, store, outbox, http, deliverer=deliverer, on_report=reports.append,
+        sweep_seconds=None,
+    )
+    clock.start()
+    try:
+        for _ in range(200):
+            if clock.running:
+                break
+            await asyncio.sleep(0.01)
+        assert clock.running and not reports
+    finally:
+        await clock.stop(grace=30)
+    try:
+        assert len(reports) == 1 and not clock.running
+        assert keys_in(slack_fake.messages("C1")) == ["PyTorch:pytorch-2026-10-03"]
+    finally:
         await deliverer.aclose()
         await outbox.close()

@@ -210,13 +210,14 @@ def unquote_words(words: Sequence[str]) -> list[Arg]:
 
 def _quote_arg(value: str) -> str:
     """One argument as ``unquote_words`` reads it back: quoted when it has spaces."""
-    return f'"{value}"' if len(value.split()) > 1 else value
+    # The rule lives in bot.messages, so the pause DM spells commands without this package.
+    return msg.command_arg(value)
 
 
 def subscribe_text(show: str, keywords: Sequence[str] = ()) -> str:
     """The arguments of the ``subscribe`` that makes exactly this subscription (without
     the ``subscribe``); ``parse_command`` reads them back to the same show and keywords."""
-    return " ".join(_quote_arg(arg) for arg in (show, *keywords))
+    return msg.subscribe_args(show, keywords)
 
 
 def _show_list(shows: Sequence[str]) -> str:

@@ -1,0 +1,235 @@
+"""The deliverer: every item of a batch through the exactly-once protocol, channel by channel.
+
+Channels run in parallel, each as its own sequence, over a :class:`PacedOutbox` (retries,
+about one post per second per channel, a bound on calls in flight). For each item the
+ledger row is made if new, :func:`digests.decide.ledger_step` says what its row calls for,
+and :class:`ExactlyOnce` does it. A failure of the channel (archived, deleted) pauses it
+(:class:`Pauser`); one of the token stops the workspace; either way the rest of that
+channel's sequence is held. ``pending`` rows carry the deliverer that planned them, so rows
+whose owner died are orphans another deliverer's sweep takes on (:meth:`Deliverer.orphans`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+
+from bot.delivery.items import Delivery, DeliveryReport
+from bot.delivery.paced import Meter, PacedOutbox, Policy
+from bot.delivery.pausing import Pauser
+from bot.delivery.protocol import Done, ExactlyOnce, Outcome
+from bot.outbox import Outbox, PostFailure
+from digests.decide import ledger_step
+from digests.errors import StoreError
+from digests.store import Store
+from digests.store.ledger import Ledger, LedgerRow, NewRow, OwnerLock, Transaction
+from digests.store.ledger_writer import LedgerWriter
+from digests.types import Ident, LedgerEntry, LedgerState, RowStep
+
+log = logging.getLogger(__name__)
+
+
+def default_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Deliverer:
+    """Delivers :class:`Delivery` items exactly once; see the module docstring."""
+
+    def __init__(
+        self,
+        store: Store,
+        outbox: Outbox,
+        *,
+        per_channel_interval: float = 1.0,
+        concurrency: int = 20,
+        owner: str | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+        max_attempts: int = 5,
+        backoff: float = 0.5,
+        max_wait: float = 120.0,
+    ) -> None:
+        self.store = store
+        self.outbox = outbox
+        self.ledger = Ledger.for_store(store)
+        self.owner = owner or default_owner()
+        self.clock = clock
+        self.max_attempts = max(1, max_attempts)
+        policy = Policy(
+            interval=per_channel_interval,
+            concurrency=max(1, concurrency),
+            max_attempts=self.max_attempts,
+            backoff=backoff,
+            max_wait=max_wait,
+        )
+        self.paced_outbox = PacedOutbox(outbox, policy, clock=clock)
+        # Workspaces whose token Slack refused: nothing more goes there from this deliverer.
+        self.stopped_teams: dict[str, str] = {}
+        self._db = LedgerWriter(self.ledger)
+        self._protocol = ExactlyOnce(self._db, self.owner, clock)
+        self._pauser = Pauser(store, self._db, self.deliver, clock)
+        self._owner_lock: OwnerLock | None = None
+        self._owner_task: asyncio.Future[OwnerLock] | None = None
+        # Items some task of this deliverer is on right now: our own ``posting`` row is
+        # stale only when it is not among them.
+        self._active: set[Ident] = set()
+
+    # -- lifecycle ------------------------------------------------------------------------
+    async def _ensure_owner(self) -> None:
+        # Concurrent first deliveries (every poll job at start-up) must take the owner lock
+        # once: a second pg_advisory_lock on the same key would wait for ever.
+        if self._owner_lock is not None:
+            return
+        if (
+            self._owner_task is None
+            or self._owner_task.get_loop() is not asyncio.get_running_loop()
+        ):
+            self._owner_task = asyncio.ensure_future(
+                self._db.call(lambda: OwnerLock(self.ledger, self.owner))
+            )
+        lock = await asyncio.shield(self._owner_task)
+        if self._owner_lock is None:
+            self._owner_lock = lock
+
+    def close(self) -> None:
+        """Give up the owner identity (rows still ``posting`` become recoverable by others)."""
+        if self._owner_lock is not None:
+            self._owner_lock.close()
+            self._owner_lock = None
+        self._owner_task = None
+        self._db.close()
+
+    async def aclose(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    async def orphans(self) -> list[LedgerRow]:
+        """Unfinished rows no live deliverer is on (see :meth:`Ledger.orphans`)."""
+        await self._ensure_owner()
+        return await self._db.call(
+            lambda: self.ledger.orphans(self.owner, lambda ident: ident in self._active)
+        )
+
+    # -- delivering -----------------------------------------------------------------------
+    async def deliver(self, items: Sequence[Delivery]) -> DeliveryReport:
+        report = DeliveryReport()
+        unique: dict[Ident, Delivery] = {}
+        for item in items:
+            unique[item.ident] = item  # the latest rendering of an item wins
+        if not unique:
+            return report
+        await self._ensure_owner()
+        now = self.clock()
+        new_rows = [
+            NewRow(d.team_id, d.channel_id, d.kind, d.key, d.content_hash) for d in unique.values()
+        ]
+        idents = list(unique)
+
+        def prepare(conn: Transaction) -> dict[Ident, LedgerRow]:
+            self.ledger.ensure(conn, new_rows, now, self.owner)
+            return self.ledger.rows(conn, idents)
+
+        rows = await self._db.run(prepare)
+        channels: dict[tuple[str, str], list[Delivery]] = {}
+        for item in unique.values():
+            channels.setdefault((item.team_id, item.channel_id), []).append(item)
+        meter = Meter()
+        # One pace and one bound for every deliver() running at once (poll + recap + DMs).
+        outbox = self.paced_outbox.metered(meter)
+        await asyncio.gather(
+            *(self._channel(outbox, seq, rows, report) for seq in channels.values())
+        )
+        report.calls += meter.calls
+        report.retries += meter.retries
+        report.stopped_teams.update(self.stopped_teams)
+        return report
+
+    async def _channel(
+        self,
+        outbox: Outbox,
+        sequence: list[Delivery],
+        rows: Mapping[Ident, LedgerRow],
+        report: DeliveryReport,
+    ) -> None:
+        for index, item in enumerate(sequence):
+            if item.team_id in self.stopped_teams:
+                report.held += [d.ident for d in sequence[index:]]
+                return
+            row = rows.get(item.ident)
+            if row is None:  # pragma: no cover - ensure() just inserted it
+                report.failed[item.ident] = "ledger row missing"
+                continue
+            if item.ident in self._active:  # another deliver() of ours is on it right now
+                report.busy.append(item.ident)
+                continue
+            self._active.add(item.ident)
+            try:
+                done = await self._one(outbox, item, row)
+                if done.halt is not None:
+                    await self._halt(item, done.halt, report)
+            except StoreError as exc:
+                log.error("ledger failure for %s: %s", item.ident, exc)
+                done = Done(Outcome.FAILED, str(exc), deferred=True)
+            finally:
+                self._active.discard(item.ident)
+            _record(report, item.ident, done)
+            if done.halt is not None:
+                report.held += [d.ident for d in sequence[index + 1 :]]
+                return
+
+    async def _one(self, outbox: Outbox, item: Delivery, row: LedgerRow) -> Done:
+        """What the row calls for (the decider's rule), done by the protocol."""
+        live = False
+        if row.state == LedgerState.POSTING and row.owner != self.owner:
+            live = await self._db.call(lambda: self.ledger.owner_alive(row.owner))
+        step = ledger_step(
+            LedgerEntry(row.state, row.content_hash or ""),
+            item.content_hash,
+            has_ts=row.ts is not None,
+            held_by_live_owner=live,
+        )
+        if step is RowStep.NOTHING:
+            return Done(Outcome.UNCHANGED)
+        if step is RowStep.REFUSED:
+            # Slack refused exactly this message before; offering it again would loop.
+            return Done(Outcome.FAILED, row.error or "failed before")
+        if step is RowStep.BUSY:
+            return Done(Outcome.BUSY)
+        if step is RowStep.EDIT:
+            assert row.ts is not None
+            return await self._protocol.edit(outbox, item, row, row.ts)
+        return await self._protocol.post(outbox, item, row, stale=step is RowStep.RECOVER)
+
+    async def _halt(self, item: Delivery, exc: PostFailure, report: DeliveryReport) -> None:
+        """A channel or workspace error: stop the workspace, or pause the channel."""
+        if exc.category == "auth":
+            self.stopped_teams.setdefault(item.team_id, exc.error)
+            report.stopped_teams.setdefault(item.team_id, exc.error)
+            log.error("Slack refused the token for team %s (%s): stopping", item.team_id, exc.error)
+            return
+        report.paused[(item.team_id, item.channel_id)] = exc.error
+        await self._pauser.pause(item.team_id, item.channel_id, exc.error)
+
+
+def _record(report: DeliveryReport, ident: Ident, done: Done) -> None:
+    lists = {
+        Outcome.POSTED: report.posted,
+        Outcome.UPDATED: report.updated,
+        Outcome.RECOVERED: report.recovered,
+        Outcome.UNCHANGED: report.unchanged,
+        Outcome.BUSY: report.busy,
+    }
+    if done.outcome in lists:
+        lists[done.outcome].append(ident)
+        return
+    report.failed[ident] = done.error or "failed"
+    if done.deferred:
+        report.deferred.append(ident)
