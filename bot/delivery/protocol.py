@@ -135,7 +135,7 @@ class ExactlyOnce:
                     # It may be in the channel: looked for before any re-post.
                     await self._mark(row, owner=None, error=exc.error)
                 else:
-                    state = LedgerState.PAUSED if exc.category == "channel" else "pending"
+                    state = LedgerState.PAUSED if exc.category == "channel" else LedgerState.PENDING
                     await self._mark(row, state=state, error=exc.error)
                 return _halted(exc)
             if exc.category == "fatal":
