@@ -2,12 +2,12 @@
 
 One show goes through the phases like this::
 
-    read_feed        fetch, then parse + extract in a worker thread     (bot.ingest)
-    store_episodes   upsert what the feed holds; the store dates undated items
-    plan_state       what the decision reads: candidates, first seen, ledger entries (bot.plan)
-    decide_due       which deliveries are due (pure: digests.decide)                     (bot.plan)
-    render_due       each due episode rendered once, as deliveries                       (bot.plan)
-    deliver_cycle    every show's notices and digests, oldest first, exactly once
+    1-3  read_feed       fetch; parse + extract in a worker thread       (bot.ingest)
+    4    store_episodes  upsert what the feed holds; undated items dated
+    5    plan_state      what the decision reads: candidates, first seen  (bot.plan)
+         decide_due      which deliveries are due: digests.decide, pure   (bot.plan)
+    6    render_due      each due episode rendered once, as deliveries    (bot.plan)
+    7    deliver_cycle   notices, then digests oldest first, exactly once
 
 ``poll_show`` (phases 1–4) never raises for a bad feed: a failure is recorded (error,
 consecutive failures, backed-off ``next_poll_at``) and returned as the result.

@@ -1,4 +1,4 @@
-"""bot.poll end to end: feeds on loopback, the Slack fake, a real store (SQLite and PostgreSQL)."""
+"""bot.pipeline end to end: feeds on loopback, the Slack fake, a real store (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import httpx
 
 from bot.delivery import Deliverer
 from bot.outbox import PrintOutbox
-from bot.poll import poll_show, run_once
+from bot.pipeline import poll_show, run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.store import Store
 from digests.store.ledger import Ledger

@@ -1,6 +1,6 @@
 """One channel following several shows gets their digests oldest first, across shows.
 
-End to end through ``bot.poll.run_once``: two feeds on loopback, the Slack fake, a real store.
+End to end through ``bot.pipeline.run_once``: two feeds on loopback, the Slack fake, a real store.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 
 from bot.delivery import Deliverer
-from bot.poll import run_once
+from bot.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.store import Store
 from tests.feedserver import FeedServer
