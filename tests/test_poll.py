@@ -1,4 +1,4 @@
-"""bot.pipeline end to end: feeds on loopback, the Slack fake, a real store (SQLite and PostgreSQL)."""
+"""The poll pipeline end to end: feeds on loopback, the Slack fake, a real store (both DBs)."""
 
 from __future__ import annotations
 
