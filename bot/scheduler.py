@@ -27,11 +27,13 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.delivery import Deliverer
-from bot.outbox import Outbox, make_outbox
+from bot.delivery.paced import TRANSIENT
+from bot.outbox import Outbox, classify, make_outbox
 from bot.poll import RunReport, Sweeper, poll_limit, run_once
 from bot.recap import recap_job
 from bot.runtime import open_store, resolve_team_id, sync_config_channels
 from config.settings import Settings, ShowConfig
+from digests.errors import SlackError
 from digests.fetch import make_http_client
 from digests.render import Renderer
 from digests.store import Store
@@ -226,30 +228,70 @@ class Clock:
         )
 
 
+async def wait_for_slack(
+    settings: Settings, stop: asyncio.Event, *, backoff: float = 1.0, cap: float = 60.0
+) -> str | None:
+    """The workspace's team id once Slack answers ``auth.test``; None if stopped first.
+
+    A Slack outage at start-up is waited out, with backoff up to ``cap``: a clock that
+    exited on it would need someone to start it again. A refused token is not transient:
+    it is raised, and the clock exits.
+    """
+    delay = backoff
+    while True:
+        try:
+            return await resolve_team_id(settings)
+        except SlackError as exc:
+            cause = exc.__cause__
+            failure = classify("auth.test", cause) if cause is not None else None
+            if failure is None or failure.category not in TRANSIENT:
+                raise
+            log.warning("Slack is unreachable (%s); trying again in %.0f s", failure.error, delay)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+        if stop.is_set():
+            return None
+        delay = min(delay * 2, cap)
+
+
 async def run_clock(
     settings: Settings,
     *,
     stop: asyncio.Event | None = None,
     grace: float = 30.0,
     sweep_seconds: float | None = None,
+    start_backoff: float = 1.0,
 ) -> None:
     """The clock process: store, outbox, HTTP client, scheduler; runs until SIGTERM/SIGINT.
 
-    ``sweep_seconds`` defaults to ``schedule.sweep_seconds`` from the settings.
+    ``sweep_seconds`` defaults to ``schedule.sweep_seconds`` from the settings;
+    ``start_backoff`` is the first wait when Slack is unreachable at start-up.
     """
     if sweep_seconds is None:
         sweep_seconds = settings.schedule.sweep_seconds
-    store = await asyncio.to_thread(open_store, settings)
-    team_id = await resolve_team_id(settings)
-    await asyncio.to_thread(sync_config_channels, settings, store, team_id)
-    outbox = make_outbox(settings, sys.stdout)
-    renderer = Renderer(settings.templates_dir, tz=settings.tz)
-    deliverer = Deliverer(store, outbox)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    store = await asyncio.to_thread(open_store, settings)
+    try:
+        team_id = await wait_for_slack(settings, stop, backoff=start_backoff)
+        if team_id is None:
+            return
+        await asyncio.to_thread(sync_config_channels, settings, store, team_id)
+    except BaseException:
+        await asyncio.to_thread(store.close)
+        raise
+    await _run(settings, store, stop, grace, sweep_seconds)
+
+
+async def _run(
+    settings: Settings, store: Store, stop: asyncio.Event, grace: float, sweep_seconds: float
+) -> None:
+    outbox = make_outbox(settings, sys.stdout)
+    renderer = Renderer(settings.templates_dir, tz=settings.tz)
+    deliverer = Deliverer(store, outbox)
     extra: list[ExtraJob] = [recap_job(settings, store, deliverer, renderer)]
     async with make_http_client() as http_client:
         clock = Clock(

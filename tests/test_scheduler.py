@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import httpx
+import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
@@ -14,6 +15,7 @@ from bot.delivery import Deliverer
 from bot.poll import RunReport
 from bot.scheduler import Clock, run_clock
 from config.settings import ScheduleConfig, Settings, ShowConfig
+from digests.errors import SlackError
 from digests.store import Store
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item, slack_outbox
@@ -226,3 +228,67 @@ async def test_stopping_the_clock_lets_a_running_poll_finish(
     finally:
         await deliverer.aclose()
         await outbox.close()
+
+
+async def test_a_slack_outage_at_start_up_is_waited_out(
+    db_url: str, slack_fake: SlackFake, feed_server: FeedServer
+) -> None:
+    """Issue 15 item 11: the clock keeps trying auth.test instead of exiting."""
+    url = feed_server.route("/feed.xml", rss(rss_item(3)))
+    settings = Settings(
+        shows=[ShowConfig(name="PyTorch", feed=url)],
+        channels=[{"id": "C0OUTAGE1", "shows": ["PyTorch"]}],  # type: ignore[list-item]
+        database_url=db_url,
+        slack_bot_token=slack_fake.token,
+        slack_api_url=slack_fake.api_url,
+    )
+    # Slack answering "service_unavailable" (HTTP 200, so slack_sdk does not retry itself).
+    slack_fake.fail_next("auth.test", error="service_unavailable", times=3)
+    stop = asyncio.Event()
+    clock = asyncio.create_task(run_clock(settings, stop=stop, start_backoff=0.05))
+    try:
+        for _ in range(600):
+            if slack_fake.messages("C0OUTAGE1") or clock.done():
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await asyncio.wait_for(clock, 30)
+    assert len(slack_fake.calls_to("auth.test")) == 4
+    assert keys_in(slack_fake.messages("C0OUTAGE1")) == ["PyTorch:pytorch-2026-10-03"]
+
+
+async def test_a_refused_token_at_start_up_still_ends_the_clock(
+    db_url: str, slack_fake: SlackFake
+) -> None:
+    settings = Settings(
+        shows=[ShowConfig(name="PyTorch", feed="http://127.0.0.1:9/feed.xml")],
+        database_url=db_url,
+        slack_bot_token=slack_fake.token,
+        slack_api_url=slack_fake.api_url,
+    )
+    slack_fake.fail_next("auth.test", error="invalid_auth")
+    with pytest.raises(SlackError):
+        await asyncio.wait_for(run_clock(settings, stop=asyncio.Event(), start_backoff=0.05), 30)
+    assert len(slack_fake.calls_to("auth.test")) == 1
+
+
+async def test_stopping_while_slack_is_down_ends_the_clock_quietly(
+    db_url: str, slack_fake: SlackFake
+) -> None:
+    settings = Settings(
+        shows=[ShowConfig(name="PyTorch", feed="http://127.0.0.1:9/feed.xml")],
+        database_url=db_url,
+        slack_bot_token=slack_fake.token,
+        slack_api_url=slack_fake.api_url,
+    )
+    slack_fake.fail_next("auth.test", error="service_unavailable", times=1000)
+    stop = asyncio.Event()
+    clock = asyncio.create_task(run_clock(settings, stop=stop, start_backoff=0.05))
+    for _ in range(600):
+        if len(slack_fake.calls_to("auth.test")) >= 3 or clock.done():
+            break
+        await asyncio.sleep(0.05)
+    assert not clock.done()
+    stop.set()
+    await asyncio.wait_for(clock, 30)  # returns, no exception
