@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("source", help="path or URL of a feed or an episode page")
     render.add_argument("--episode", metavar="GUID", help="this episode instead of the newest")
     render.add_argument("--format", choices=("blocks", "text"), default="blocks")
+    render.add_argument(
+        "--no-github", action="store_true", help="no PR details from GitHub or the store"
+    )
     _show_options(render)
 
     recap = sub.add_parser("recap", help="the weekly recap (Block Kit JSON or text)")
@@ -115,6 +118,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
     if command == "render":
         episodes = _episodes_from(settings, args.source, args.show, args.repo)
         episode = _choose(episodes, args.episode, args.source)
+        if settings.github_enabled and not args.no_github:
+            from bot.enrichment import render_details
+
+            episode = render_details(settings, episode)
         _print_rendered(settings, episode, args.format, out)
         return 0
     if command == "recap":

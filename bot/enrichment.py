@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 import httpx
 
@@ -95,7 +95,9 @@ def start_enrichment(
         return None
 
     async def run() -> EnrichReport:
-        async with make_github_http() as http:
+        # Building a client loads the CA bundle (tens of ms of CPU): off the loop, so the
+        # digests being posted meanwhile do not wait for it.
+        async with await asyncio.to_thread(make_github_http) as http:
             return await enrich_shows(settings, store, github_client(settings, http), shows, now)
 
     return asyncio.create_task(run(), name="github-enrichment")
@@ -136,3 +138,14 @@ def pr_details_line(settings: Settings, store: Store, url: str | None, number: i
     if where:
         line += msg.PR_DETAILS_AREA.format(area=escape.mrkdwn(escape.oneline(where)))
     return line
+
+
+def render_details(settings: Settings, episode: Episode) -> Episode:
+    """``digestbot render``: the episode with its PRs' details, asked of GitHub when due and
+    kept in the store (``DATABASE_URL``) like the bot's own."""
+    store = Store.open(settings.database_url)
+    try:
+        now = datetime.now(UTC)
+        return asyncio.run(enrich_episode(settings, store, episode, "", now))
+    finally:
+        store.close()

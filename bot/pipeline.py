@@ -28,6 +28,7 @@ from typing import Literal, TextIO, TypeVar
 import httpx
 
 from bot.delivery import Deliverer, Delivery, DeliveryReport
+from bot.enrichment import start_enrichment
 from bot.ingest import FeedRead, FeedRequest, read_feed
 from bot.outbox import Outbox
 from bot.plan import (
@@ -41,6 +42,7 @@ from bot.plan import (
 from config.settings import Settings, ShowConfig
 from digests.decide import feed_notice, next_poll_at
 from digests.errors import DigestError, StoreError
+from digests.github.enrich import EnrichReport
 from digests.models import Episode
 from digests.render import Renderer
 from digests.store import Store
@@ -353,6 +355,7 @@ async def run_once(
     """
     own = deliverer is None
     deliverer = deliverer or Deliverer(store, outbox)
+    enriching: asyncio.Task[EnrichReport] | None = None
     try:
         cycle = Cycle(
             settings,
@@ -366,12 +369,39 @@ async def run_once(
         plans = await asyncio.gather(
             *(cycle.show(s) for s in (shows if shows is not None else settings.shows))
         )
+        # GitHub is asked beside delivery, never before it: digests go out with what is known.
+        polled = [p.poll.show for p in plans if p.poll.ok]
+        enriching = start_enrichment(settings, store, polled, now)
         report = await deliver_cycle(store, deliverer, plans)
+        if enriching is not None:
+            await deliver_enriched(cycle, report, await enriching)
     finally:
+        if enriching is not None and not enriching.done():
+            enriching.cancel()
         if own:
             await deliverer.aclose()
     log.info("poll cycle: %s", report.summary())
     return report
+
+
+async def deliver_enriched(cycle: Cycle, report: RunReport, enriched: EnrichReport) -> None:
+    """Phases 5–7 again once GitHub has answered, for the shows polled: a digest whose PRs
+    now read differently has a new content hash, so the posted one is edited in place."""
+    if not enriched.changed:
+        return
+    stopped = tuple(cycle.deliverer.stopped_teams)
+    ledger = cycle.deliverer.ledger
+
+    def replan(show: str) -> ShowPlan:
+        unchanged = PollResult(show, "not_modified")
+        return plan_show(cycle.settings, cycle.store, ledger, cycle.renderer, unchanged, stopped)
+
+    items: list[Delivery] = []
+    for poll in report.polls:
+        if poll.ok:
+            items += (await asyncio.to_thread(replan, poll.show)).items
+    if items:
+        report.delivery.merge(await cycle.deliverer.deliver(in_date_order(items)))
 
 
 def poll_limit(ledger: Ledger) -> asyncio.Semaphore:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.delivery import Delivery
+from bot.enrichment import attach_details
 from config.settings import Settings
 from digests.decide import candidate_episodes, decide, episode_key
 from digests.models import Episode
@@ -63,6 +64,9 @@ def plan_state(
     # `limit` cover.
     fresh = added if len(added) <= limit else ()
     candidates = candidate_episodes(recent, [*changed, *fresh], limit=limit)
+    # Phase 4½, enrich: with the PR details stored so far (bot.enrichment), so a digest whose
+    # PRs now read differently has a new content hash and is edited.
+    candidates = attach_details(settings, store, candidates)
     seen = store.first_seen(show, [e.guid for e in candidates])
     keys = [episode_key(show, e.guid) for e in candidates]
     channels = [(s.team_id, s.channel_id) for s in subscriptions]

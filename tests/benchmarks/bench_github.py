@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -114,13 +115,75 @@ async def bench_enrich(episodes_count: int, per: int, latency: float) -> None:
             store.close()
 
 
+async def post_latency(github: GitHubFake | None, slow: float) -> tuple[float, float, int]:
+    """(seconds from the cycle's start to the digest's post, to the cycle's end, edits)."""
+    from bot.delivery import Deliverer
+    from bot.poll import run_once
+    from config.settings import Settings, ShowConfig
+    from digests.fetch import make_http_client
+    from tests.feedserver import FeedServer
+    from tests.fixtures.delivery import rss, rss_item, slack_outbox
+    from tests.slackfake import SlackFake
+
+    extra = {} if github is None else {"github_api_url": github.api_url, "github_token": "ghp_test"}
+    with tempfile.TemporaryDirectory() as tmp, FeedServer() as feeds, SlackFake() as slack:
+        if github is not None:
+            github.add_pr("pytorch/pytorch", 199603, title="A fix", state="open")
+            github.latency = slow
+        url = feeds.route("/feed.xml", rss(rss_item(3)))
+        settings = Settings(shows=[ShowConfig(name="PyTorch", feed=url)], team_id="T1", **extra)
+        store = Store.open(f"sqlite:///{Path(tmp) / 'latency.sqlite3'}")
+        store.ensure_show("PyTorch", "", "pytorch/pytorch")
+        store.subscribe("T1", "C1", "PyTorch", source="config")
+        deliverer = Deliverer(store, slack_outbox(slack), per_channel_interval=0.0)
+        started = time.perf_counter()
+        async with make_http_client() as http:
+            cycle = asyncio.create_task(
+                run_once(settings, store, deliverer.outbox, http, NOW, deliverer=deliverer)
+            )
+            while not slack.calls_to("chat.postMessage") and not cycle.done():
+                await asyncio.sleep(0.001)
+            posted = time.perf_counter() - started
+            await cycle
+        total = time.perf_counter() - started
+        await deliverer.aclose()
+        await deliverer.outbox.close()
+        store.close()
+        return posted, total, len(slack.calls_to("chat.update"))
+
+
+async def bench_latency(slow: float, rounds: int) -> None:
+    print(f"digest latency, poll to post (GitHub answering in {slow:.0f} s), median of {rounds}")
+    await post_latency(None, slow)  # warm-up: first imports and connections
+    off, on, cycles, edits = [], [], [], 0
+    for _ in range(rounds):
+        off.append((await post_latency(None, slow))[0])
+        with GitHubFake() as github:
+            post, total, edits = await post_latency(github, slow)
+        on.append(post)
+        cycles.append(total)
+    base, post = statistics.median(off), statistics.median(on)
+    print(f"  GitHub off (baseline)  posted after {base * 1000:8.1f} ms")
+    print(
+        f"  GitHub on, slow        posted after {post * 1000:8.1f} ms, cycle "
+        f"{statistics.median(cycles):6.2f} s, edits once details came: {edits}"
+    )
+    print(f"  delay added to the post by GitHub: {(post - base) * 1000:+.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--prs", type=int, default=10)
     parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--slow", type=float, default=10.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", choices=("enrich", "latency"))
     args = parser.parse_args()
-    asyncio.run(bench_enrich(args.episodes, args.prs, args.latency))
+    if args.only != "latency":
+        asyncio.run(bench_enrich(args.episodes, args.prs, args.latency))
+    if args.only != "enrich":
+        asyncio.run(bench_latency(args.slow, args.rounds))
 
 
 if __name__ == "__main__":
