@@ -86,15 +86,46 @@ async def enrich_shows(
     return report
 
 
+class GitHubSession:
+    """One GitHub client for a long-lived process (the clock's poll jobs): its calls are
+    serialised across jobs (no concurrent bursts) and a rate limit's reset is remembered
+    from one cycle to the next, so no call is made before it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._http: httpx.AsyncClient | None = None
+        self._client: GitHubClient | None = None
+
+    def client(self) -> GitHubClient | None:
+        """The shared client (made on first use); None when GitHub is off."""
+        if not self._settings.github_enabled:
+            return None
+        if self._client is None:
+            self._http = make_github_http()
+            self._client = github_client(self._settings, self._http)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+        self._http = self._client = None
+
+
 def start_enrichment(
-    settings: Settings, store: Store, shows: Sequence[str], now: datetime
+    settings: Settings,
+    store: Store,
+    shows: Sequence[str],
+    now: datetime,
+    client: GitHubClient | None = None,
 ) -> asyncio.Task[EnrichReport] | None:
-    """``enrich_shows`` as a task beside delivery, with its own HTTP client; None when GitHub
-    is off or there is nothing to enrich."""
+    """``enrich_shows`` as a task beside delivery, with ``client`` or a client of its own;
+    None when GitHub is off or there is nothing to enrich."""
     if not settings.github_enabled or not shows:
         return None
 
     async def run() -> EnrichReport:
+        if client is not None:
+            return await enrich_shows(settings, store, client, shows, now)
         # Building a client loads the CA bundle (tens of ms of CPU): off the loop, so the
         # digests being posted meanwhile do not wait for it.
         async with await asyncio.to_thread(make_github_http) as http:

@@ -42,6 +42,7 @@ from bot.plan import (
 from config.settings import Settings, ShowConfig
 from digests.decide import feed_notice, next_poll_at
 from digests.errors import DigestError, StoreError
+from digests.github.client import GitHubClient
 from digests.github.enrich import EnrichReport
 from digests.models import Episode
 from digests.render import Renderer
@@ -348,10 +349,12 @@ async def run_once(
     renderer: Renderer | None = None,
     shows: Sequence[ShowConfig] | None = None,
     poll_gate: asyncio.Semaphore | None = None,
+    github: GitHubClient | None = None,
 ) -> RunReport:
     """Poll every configured show (or ``shows``), decide, and deliver; one cycle.
 
-    ``poll_gate`` bounds the shows in flight; the scheduler shares one across its jobs.
+    ``poll_gate`` bounds the shows in flight; the scheduler shares one across its jobs, and
+    one ``github`` client (else the cycle makes its own when GitHub is enabled).
     """
     own = deliverer is None
     deliverer = deliverer or Deliverer(store, outbox)
@@ -371,7 +374,7 @@ async def run_once(
         )
         # GitHub is asked beside delivery, never before it: digests go out with what is known.
         polled = [p.poll.show for p in plans if p.poll.ok]
-        enriching = start_enrichment(settings, store, polled, now)
+        enriching = start_enrichment(settings, store, polled, now, github)
         report = await deliver_cycle(store, deliverer, plans)
         if enriching is not None:
             await deliver_enriched(cycle, report, await enriching)

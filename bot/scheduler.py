@@ -28,6 +28,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.delivery import Deliverer
 from bot.delivery.paced import TRANSIENT
+from bot.enrichment import GitHubSession
 from bot.outbox import Outbox, classify, make_outbox
 from bot.poll import RunReport, Sweeper, poll_limit, run_once
 from bot.recap import recap_job
@@ -107,6 +108,7 @@ class Clock:
         self.deliverer = deliverer or Deliverer(store, outbox)
         self.renderer = renderer or Renderer(settings.templates_dir, tz=settings.tz)
         self.on_report = on_report
+        self.github = GitHubSession(settings)
         self.scheduler = AsyncIOScheduler(timezone=UTC)
         self.running: set[asyncio.Task[object]] = set()
         # Jobs that fire together (every show at start-up) share one bound on shows in flight.
@@ -132,6 +134,7 @@ class Clock:
         if busy:
             await asyncio.wait(busy, timeout=grace)
         self.scheduler.shutdown(wait=False)
+        await self.github.aclose()
 
     # -- the jobs -------------------------------------------------------------------------
     def _track(self) -> None:
@@ -174,6 +177,7 @@ class Clock:
                 renderer=self.renderer,
                 shows=[show],
                 poll_gate=self._gate,
+                github=self.github.client(),
             )
         except Exception:  # a job must never die: log it, try again next interval
             log.exception("poll of %s failed", show.name)

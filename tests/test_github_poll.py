@@ -16,8 +16,10 @@ import httpx
 import pytest
 
 from bot.delivery import Deliverer
+from bot.enrichment import make_github_http
 from bot.poll import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
+from digests.github.client import GitHubClient
 from digests.store import Store
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import rss, rss_item
@@ -193,3 +195,46 @@ async def test_the_digest_does_not_wait_for_a_slow_github(
     assert github_fake.calls == []
     await cycle
     assert "*Fix the all-gather* · open" in digest_text(slack_fake)
+
+
+async def test_one_shared_client_never_bursts_and_remembers_a_limit(
+    store: Store,
+    github_fake: GitHubFake,
+    feed_server: FeedServer,
+    http: httpx.AsyncClient,
+    deliverer: Deliverer,
+) -> None:
+    """The clock's poll jobs share one client: two shows polled at once ask GitHub one call
+    at a time, and a long Retry-After stops later cycles from calling before it ends."""
+    url = feed_server.route("/feed.xml", rss(rss_item(3)))
+    shows = [
+        ShowConfig(name="PyTorch", feed=url, repo=REPO),
+        ShowConfig(name="Vision", feed=url, repo="pytorch/vision"),
+    ]
+    settings = Settings(shows=shows, team_id=TEAM, github_api_url=github_fake.api_url)
+    for repo in (REPO, "pytorch/vision"):
+        for number in (FIRST, SECOND):
+            github_fake.add_pr(repo, number, title=f"{repo} {number}")
+    github_fake.latency = 0.05
+    async with make_github_http() as github_http:
+        client = GitHubClient(github_http, github_fake.api_url)
+
+        async def cycle(show: ShowConfig, at: timedelta) -> Any:
+            return await run_once(
+                settings,
+                store,
+                deliverer.outbox,
+                http,
+                NOW + at,
+                deliverer=deliverer,
+                shows=[show],
+                github=client,
+            )
+
+        await asyncio.gather(*(cycle(s, timedelta(0)) for s in shows))
+        assert len(github_fake.calls) == 4 and github_fake.max_in_flight == 1
+        github_fake.fail_next("rest", status=429, retry_after=3600)
+        await cycle(shows[0], timedelta(hours=2))
+        assert len(github_fake.calls) == 5  # refused: the client now waits out the hour
+        await asyncio.gather(*(cycle(s, timedelta(hours=3)) for s in shows))
+        assert len(github_fake.calls) == 5
