@@ -24,8 +24,8 @@ log = logging.getLogger(__name__)
 async def run_once(settings: Settings, out: TextIO) -> object:
     """Poll every show, deliver what is new (or print it without a token), and return."""
     from bot.outbox import make_outbox
-    from bot.poll import print_report
-    from bot.poll import run_once as poll_once
+    from bot.pipeline import print_report
+    from bot.pipeline import run_once as poll_once
     from digests.fetch import make_http_client
 
     store = await asyncio.to_thread(open_store, settings)
