@@ -62,6 +62,11 @@ def attach_details(settings: Settings, store: Store, episodes: Sequence[Episode]
     return [with_details(e, details, *shows[e.show]) for e in episodes]
 
 
+def attach_one(settings: Settings, store: Store, episode: Episode | None) -> Episode | None:
+    """One stored episode with its stored PR details (for answers: latest, Key PRs)."""
+    return None if episode is None else attach_details(settings, store, [episode])[0]
+
+
 async def enrich_shows(
     settings: Settings,
     store: Store,

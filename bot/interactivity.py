@@ -28,6 +28,7 @@ from bot.commands.replies import (
     shared_copy,
 )
 from bot.commands.slash import answer_off_loop, failure_reply
+from bot.enrichment import attach_one
 from digests.models import Episode
 from digests.render.blocks import read_button_value
 from digests.render.limits import Message
@@ -147,7 +148,9 @@ def register(app: AsyncApp, deps: Deps) -> None:
     ) -> None:
         episode: Episode | None = None
         try:
-            episode = await asyncio.to_thread(episode_of, body, deps)
+            episode = await asyncio.to_thread(
+                lambda: attach_one(deps.settings, deps.store, episode_of(body, deps))
+            )
             if episode is None:
                 replies = [message(msg.EPISODE_GONE, [section(msg.EPISODE_GONE)])]
             else:

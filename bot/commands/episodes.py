@@ -26,7 +26,7 @@ from bot.commands.parse import (
     week_containing,
 )
 from bot.commands.replies import context, divider, mark_empty, message, nothing, section
-from bot.enrichment import pr_details_line
+from bot.enrichment import attach_details, pr_details_line
 from bot.recap_build import read_week, week_message
 from digests.models import Episode
 from digests.render import escape
@@ -58,7 +58,8 @@ def latest(command: Latest, deps: Deps) -> Message:
     episodes = deps.store.recent(1)
     if not episodes:
         return nothing(msg.NO_EPISODES)
-    return deps.renderer.digest(episodes[0], buttons=True)
+    latest_one = attach_details(deps.settings, deps.store, episodes[:1])[0]
+    return deps.renderer.digest(latest_one, buttons=True)
 
 
 def _noon(day: date, deps: Deps) -> datetime:
