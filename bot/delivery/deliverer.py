@@ -129,7 +129,8 @@ class Deliverer:
         await self._ensure_owner()
         now = self.clock()
         new_rows = [
-            NewRow(d.team_id, d.channel_id, d.kind, d.key, d.content_hash) for d in unique.values()
+            NewRow(d.team_id, d.channel_id, d.kind, d.key, d.content_hash, d.metadata.get("show"))
+            for d in unique.values()
         ]
         idents = list(unique)
 
