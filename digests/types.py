@@ -169,3 +169,46 @@ class RowStep(StrEnum):
     BUSY = "busy"  # another live deliverer holds it right now
     RECOVER = "recover"  # claimed before and never finished: look in Slack before posting
     POST = "post"  # certainly not in Slack yet (pending, paused, or failed then changed)
+
+
+EpisodeIdentity = tuple[str, str]  # (show, guid) as the store keeps them
+
+
+@dataclass(frozen=True)
+class StoredEpisode:
+    """What the store holds of an episode a poll finds again: the upsert decider's input."""
+
+    id: int
+    content_hash: str
+    published_at: datetime
+    first_seen_at: datetime
+
+
+@dataclass(frozen=True)
+class EpisodeWrite:
+    """Store ``episode`` (dated as the decider dated it) with ``content_hash``.
+
+    ``id`` is the stored row to overwrite; None for a new episode.
+    """
+
+    episode: Episode
+    content_hash: str
+    id: int | None = None
+
+
+@dataclass(frozen=True)
+class Redate:
+    """Give stored row ``id`` this publication date and change nothing else."""
+
+    id: int
+    published_at: datetime
+
+
+@dataclass(frozen=True)
+class UpsertIntents:
+    """What one poll's episodes ask of the store, and what to report for each of them."""
+
+    inserts: tuple[EpisodeWrite, ...] = ()
+    updates: tuple[EpisodeWrite, ...] = ()
+    redates: tuple[Redate, ...] = ()
+    results: tuple[UpsertResult, ...] = ()

@@ -29,6 +29,7 @@ from tests.fixtures.app import (
     assert_valid_message,
     sign,
 )
+from tests.fixtures.store import pause_channel
 from tests.slackfake import SlackFake
 
 
@@ -384,7 +385,7 @@ def test_status_shows_fetch_state_and_paused_subscriptions(slack_app: RunningApp
         ),
     )
     store.subscribe(TEAM, CHANNEL, "PyTorch", keywords=["fsdp"])
-    store.pause_channel(TEAM, CHANNEL, "is_archived", datetime(2026, 10, 7, 9, 1, tzinfo=UTC))
+    pause_channel(store, TEAM, CHANNEL, "is_archived", datetime(2026, 10, 7, 9, 1, tzinfo=UTC))
     body = reply(slack_app.sender.slash("status"))
     sections = [b["text"]["text"] for b in body["blocks"] if b["type"] == "section"]
     assert sections[1] == (

@@ -15,6 +15,7 @@ from digests.store import Store
 from digests.store.ledger import Ledger
 from digests.store.schema import deliveries
 from tests.fixtures.delivery import copies, digest, keys_in, slack_outbox, thread
+from tests.fixtures.store import resume_channel
 from tests.slackfake import SlackFake
 
 TEAM = "T1"
@@ -117,7 +118,7 @@ async def test_archived_channel_in_the_middle_is_paused_and_holds_nothing_up(
 
     # Unarchived and resumed: the parked deliveries go out, once.
     slack_fake.channel_error("C02", None)
-    store.resume_channel(TEAM, "C02")
+    resume_channel(store, TEAM, "C02")
     again = await d.deliver([item(c, k) for c in channels for k in ("PyTorch:g1", "PyTorch:g2")])
     assert keys_in(slack_fake.messages("C02")) == ["PyTorch:g1", "PyTorch:g2"]
     assert len(again.posted) == 2 and len(again.unchanged) == 6

@@ -19,6 +19,7 @@ from digests.store import Store
 from digests.types import Subscription
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item
+from tests.fixtures.store import resume_channel
 from tests.slackfake import SlackFake
 
 TEAM = "T1"
@@ -94,7 +95,7 @@ async def test_the_subscriber_hears_of_a_pause_once(
     # Resumed by a new subscribe and refused again: that is a new pause, told again.
     slack_fake.channel_error("C1", None)
     store.subscribe(TEAM, "C1", "Rust", created_by="U0ADA")
-    store.resume_channel(TEAM, "C1")
+    resume_channel(store, TEAM, "C1")
     slack_fake.channel_error("C1", "channel_not_found")
     feed_server.route("/feed.xml", rss(rss_item(5), rss_item(4)), etag='"v3"')
     at = NOW + timedelta(hours=3)

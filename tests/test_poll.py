@@ -16,6 +16,7 @@ from digests.store import Store
 from digests.store.ledger import Ledger
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item, slack_outbox
+from tests.fixtures.store import pause_channel
 from tests.slackfake import SlackFake
 
 TEAM = "T1"
@@ -265,7 +266,7 @@ async def test_feed_notices_reach_every_channel_once_even_after_a_failed_post(
     subscribe(store, *channels)
     subscribe(store, "C4", keywords=("nothing-matches",))  # still told: it follows the show
     subscribe(store, "C5")
-    store.pause_channel(TEAM, "C5", "is_archived", NOW)  # paused: told nothing
+    pause_channel(store, TEAM, "C5", "is_archived", NOW)  # paused: told nothing
     # One attempt per post, so a 500 is a lost post for this run, not a retry.
     deliverer = Deliverer(
         store, slack_outbox(slack_fake), per_channel_interval=0.0, backoff=0.01, max_attempts=1

@@ -37,6 +37,7 @@ from digests.render import Renderer
 from digests.store import Store
 from tests.fixtures.delivery import copies, slack_outbox
 from tests.fixtures.recap import episode, pr, sample_week
+from tests.fixtures.store import pause_channel
 from tests.slackfake import SlackFake
 
 TEAM = "T1"
@@ -83,7 +84,7 @@ def subscribe_channels(store: Store) -> None:
     store.subscribe(TEAM, "C2", "JAX")
     store.subscribe(TEAM, "C3", "PyTorch", recap=False)
     store.subscribe(TEAM, "C4", "PyTorch")
-    store.pause_channel(TEAM, "C4", "is_archived", datetime(2026, 10, 1, tzinfo=UTC))
+    pause_channel(store, TEAM, "C4", "is_archived", datetime(2026, 10, 1, tzinfo=UTC))
 
 
 def week_41() -> list[Episode]:

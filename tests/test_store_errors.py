@@ -9,7 +9,8 @@ import sqlalchemy as sa
 
 from digests.errors import DigestError, StoreError
 from digests.store import Store
-from digests.store.store import fts5_match, search_tokens, url_variants, websearch_query
+from digests.store.queries import url_variants
+from digests.store.search import fts5_match, search_tokens, websearch_query
 from tests.fixtures.store import SAMPLE_NOW
 
 # Nothing listens on port 1; the connection is refused at once.

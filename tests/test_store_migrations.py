@@ -22,7 +22,7 @@ from digests.models import Episode, guid_key
 from digests.store import Store
 from digests.store.ledger import Ledger
 from digests.store.schema import include_object, metadata
-from tests.fixtures.store import SAMPLE_NOW
+from tests.fixtures.store import SAMPLE_NOW, count_episodes
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLES = {"shows", "episodes", "episode_prs", "subscriptions", "deliveries"}
@@ -252,7 +252,7 @@ def test_concurrent_pollers_store_each_episode_once(db_url: str) -> None:
         assert errors == []
         assert statuses.count("new") == len(batch)
         assert statuses.count("unchanged") == len(batch) * (len(stores) - 1)
-        assert stores[0].count_episodes() == len(batch)
+        assert count_episodes(stores[0]) == len(batch)
     finally:
         for store in stores:
             store.close()

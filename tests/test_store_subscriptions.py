@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from digests.store import Store
-from tests.fixtures.store import SAMPLE_NOW
+from tests.fixtures.store import SAMPLE_NOW, pause_channel, resume_channel
 
 
 def test_config_source_survives_a_slash_subscribe(store: Store) -> None:
@@ -27,8 +27,8 @@ def test_unsubscribing_a_config_subscription_leaves_a_tombstone(store: Store) ->
     (tomb,) = store.subscriptions(include_unsubscribed=True)
     assert (tomb.show, tomb.source, tomb.unsubscribed) == ("PyTorch", "config", True)
     # Tombstones are never paused, resumed or delivered to.
-    assert store.pause_channel("T1", "C1", "is_archived", SAMPLE_NOW) == 0
-    assert store.resume_channel("T1", "C1") == 0
+    assert pause_channel(store, "T1", "C1", "is_archived", SAMPLE_NOW) == 0
+    assert resume_channel(store, "T1", "C1") == 0
 
     revived = store.subscribe("T1", "C1", "PyTorch")
     assert not revived.unsubscribed and revived.source == "config"

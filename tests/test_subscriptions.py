@@ -16,6 +16,7 @@ from bot.runtime import sync_config_channels
 from config.settings import ChannelConfig
 from digests.store import Store
 from tests.fixtures.app import APP_NOW, CHANNEL, TEAM, USER, RunningApp, assert_valid_message
+from tests.fixtures.store import pause_channel
 
 
 def reply(response: httpx.Response) -> dict[str, Any]:
@@ -74,7 +75,7 @@ def test_subscribing_again_says_what_it_replaces(slack_app: RunningApp) -> None:
 
 def test_subscribing_a_paused_channel_again_says_it_resumes(slack_app: RunningApp) -> None:
     reply(slack_app.sender.slash("subscribe"))
-    slack_app.store.pause_channel(TEAM, CHANNEL, "is_archived", APP_NOW)
+    pause_channel(slack_app.store, TEAM, CHANNEL, "is_archived", APP_NOW)
     line = first_line(slack_app.sender.slash("subscribe"))
     assert line.endswith("It had been paused (the channel is archived) and is active again.")
     assert not slack_app.store.subscriptions()[0].paused
@@ -85,16 +86,16 @@ def test_paused_subscriptions_say_why_in_words(slack_app: RunningApp) -> None:
     API's error code."""
     store = slack_app.store
     store.subscribe(TEAM, CHANNEL, "PyTorch")
-    store.pause_channel(TEAM, CHANNEL, "not_in_channel", APP_NOW)
+    pause_channel(store, TEAM, CHANNEL, "not_in_channel", APP_NOW)
     listed = json.dumps(reply(slack_app.sender.slash("list"))["blocks"], ensure_ascii=False)
     assert "I am not a member and cannot join it" in listed
     assert "not_in_channel" not in listed
     reply(slack_app.sender.slash("subscribe PyTorch"))
-    store.pause_channel(TEAM, CHANNEL, "channel_not_found", APP_NOW)
+    pause_channel(store, TEAM, CHANNEL, "channel_not_found", APP_NOW)
     status = json.dumps(reply(slack_app.sender.slash("status"))["blocks"], ensure_ascii=False)
     assert "Slack cannot find the channel" in status and "channel_not_found" not in status
     reply(slack_app.sender.slash("subscribe PyTorch"))
-    store.pause_channel(TEAM, CHANNEL, "<!channel>_odd", APP_NOW)
+    pause_channel(store, TEAM, CHANNEL, "<!channel>_odd", APP_NOW)
     odd = json.dumps(reply(slack_app.sender.slash("list"))["blocks"], ensure_ascii=False)
     assert "Slack refused my posts there (`&lt;!channel&gt;_odd`)" in odd
 

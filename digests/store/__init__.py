@@ -1,10 +1,60 @@
 """Storage: SQLAlchemy over SQLite (default) or PostgreSQL. SQL rows never leave this package.
 
-``Store.open(url)`` gives a migrated store (Alembic migrations ship in
-``digests/store/migrations``); tables are in ``schema.py``; the delivery ledger
-(``ledger.py``) works on ``Store.engine``. Test fixtures: ``tests/fixtures/store.py``.
+``Store.open(url)`` gives a migrated store. One class per aggregate, each over the one
+:class:`~digests.store.database.Database` (engine, transactions, migrations, the error
+translator): ``shows.py``, ``episodes.py`` (upsert intents), ``queries.py``, ``search.py``,
+``subscriptions.py``; the delivery ledger (``ledger.py``, with ``locks.py``) works on
+``Store.engine``. Tables are in ``schema.py``, migrations in ``migrations/``. Test fixtures:
+``tests/fixtures/store.py``.
 """
 
-from digests.store.store import Store
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from digests.store.database import Database
+from digests.store.episodes import EpisodesMixin
+from digests.store.queries import QueriesMixin
+from digests.store.search import SearchMixin
+from digests.store.shows import ShowsMixin
+from digests.store.subscriptions import SubscriptionsMixin
 
 __all__ = ["Store"]
+
+
+class Store(ShowsMixin, EpisodesMixin, QueriesMixin, SearchMixin, SubscriptionsMixin):
+    """Shows, episodes, search and subscriptions over one database (see the mixins).
+
+    Every database failure leaves a method as a one-line ``StoreError``.
+    """
+
+    def __init__(self, url: str) -> None:
+        """Create the engine (no connection yet). ``url`` is a SQLAlchemy URL."""
+        self._db = Database(url)
+
+    @classmethod
+    def open(cls, url: str) -> Store:
+        """Engine + ``migrate()``: the usual way to get a ready store."""
+        store = cls(url)
+        try:
+            store.migrate()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @property
+    def engine(self) -> sa.Engine:
+        """For the delivery ledger (``digests.store.ledger``), which shares this database."""
+        return self._db.engine
+
+    def migrate(self) -> None:
+        """Alembic ``upgrade head`` (programmatic, migrations shipped in the package)."""
+        self._db.migrate()
+
+    def ping(self) -> bool:
+        """True when the database answers ``SELECT 1``."""
+        return self._db.ping()
+
+    def close(self) -> None:
+        self._db.close()

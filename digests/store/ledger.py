@@ -8,28 +8,29 @@ Claims are compare-and-set UPDATEs on (state, attempts): ``attempts`` grows with
 so two processes that read the same row cannot both win it — on PostgreSQL the second
 UPDATE waits on the first one's row lock and then finds the WHERE no longer true. Whether
 the owner of a ``posting`` row is still alive is PostgreSQL's to say: every live owner holds
-a session advisory lock named after it (:class:`OwnerLock`). On SQLite (one machine's file)
-an owner is alive while its process is: owners are named ``host:pid:tag``.
+a session advisory lock named after it (:class:`~digests.store.locks.OwnerLock`). On SQLite
+(one machine's file) an owner is alive while its process is: owners are named
+``host:pid:tag``.
 
-Operations take a ``Connection`` so a caller can group many of them into one transaction.
+Operations take a ``Connection`` so a caller can group many of them into one transaction;
+every one of them, and :meth:`Ledger.run`, reports database failures as the rest of the
+store does (:func:`digests.store.database.wrap_exceptions`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import socket
-import threading
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.pool import NullPool
 
 from digests.errors import StoreError
+from digests.store.database import safe_url, wrap_exceptions
+from digests.store.locks import OwnerLock, ShowLock, advisory_key, live_here, process_alive
 from digests.store.schema import deliveries
 from digests.types import Ident, LedgerEntry, LedgerState
 
@@ -39,9 +40,16 @@ T = TypeVar("T")
 # never query it themselves, so SQL stays inside the store package.
 Transaction = sa.Connection
 
-# Owners alive in this process; a row they hold is never taken over from here.
-_live_owners: set[str] = set()
-_live_lock = threading.Lock()
+__all__ = [
+    "Ident",
+    "Ledger",
+    "LedgerRow",
+    "NewRow",
+    "OwnerLock",
+    "ShowLock",
+    "Transaction",
+    "advisory_key",
+]
 
 
 @dataclass(frozen=True)
@@ -98,12 +106,6 @@ def _row(r: sa.Row[object]) -> LedgerRow:
     )
 
 
-def advisory_key(name: str) -> int:
-    """A stable signed 64-bit key for ``pg_advisory_lock`` from any string."""
-    digest = hashlib.sha256(name.encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
-
-
 class Ledger:
     """Ledger operations over an engine; the store's engine in production."""
 
@@ -138,12 +140,12 @@ class Ledger:
         return self._namespace
 
     def run(self, fn: Callable[[sa.Connection], T]) -> T:
-        """``fn`` in one transaction, database errors as :class:`StoreError`."""
-        try:
-            with self.engine.begin() as conn:
-                return fn(conn)
-        except sa.exc.SQLAlchemyError as exc:
-            raise StoreError(f"delivery ledger: {type(exc).__name__}: {exc}") from exc
+        """``fn`` in one transaction, database errors as a one-line :class:`StoreError`."""
+        with self._errors("working on the delivery ledger"), self.engine.begin() as conn:
+            return fn(conn)
+
+    def _errors(self, action: str) -> AbstractContextManager[None]:
+        return wrap_exceptions(action, safe_url(self.engine))
 
     # -- reading ------------------------------------------------------------------------
     def entries(
@@ -205,28 +207,29 @@ class Ledger:
 
     def rows(self, conn: sa.Connection, idents: Sequence[Ident]) -> dict[Ident, LedgerRow]:
         """The rows for ``idents``, looked up along the unique index (see :meth:`entries`)."""
-        out: dict[Ident, LedgerRow] = {}
-        groups: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
-        for team, channel, kind, key in idents:
-            chans, keys = groups.setdefault((team, kind), (set(), set()))
-            chans.add(channel)
-            keys.add(key)
-        wanted = set(idents)
-        for (team, kind), (chans, keys) in sorted(groups.items()):
-            ordered_chans, ordered_keys = sorted(chans), sorted(keys)
-            for c in range(0, len(ordered_chans), 400):
-                for k in range(0, len(ordered_keys), 400):
-                    query = sa.select(deliveries).where(
-                        deliveries.c.team_id == team,
-                        deliveries.c.channel_id.in_(ordered_chans[c : c + 400]),
-                        deliveries.c.kind == kind,
-                        deliveries.c.key.in_(ordered_keys[k : k + 400]),
-                    )
-                    for r in conn.execute(query):
-                        row = _row(r)
-                        if row.ident in wanted:
-                            out[row.ident] = row
-        return out
+        with self._errors("reading delivery rows"):
+            out: dict[Ident, LedgerRow] = {}
+            groups: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
+            for team, channel, kind, key in idents:
+                chans, keys = groups.setdefault((team, kind), (set(), set()))
+                chans.add(channel)
+                keys.add(key)
+            wanted = set(idents)
+            for (team, kind), (chans, keys) in sorted(groups.items()):
+                ordered_chans, ordered_keys = sorted(chans), sorted(keys)
+                for c in range(0, len(ordered_chans), 400):
+                    for k in range(0, len(ordered_keys), 400):
+                        query = sa.select(deliveries).where(
+                            deliveries.c.team_id == team,
+                            deliveries.c.channel_id.in_(ordered_chans[c : c + 400]),
+                            deliveries.c.kind == kind,
+                            deliveries.c.key.in_(ordered_keys[k : k + 400]),
+                        )
+                        for r in conn.execute(query):
+                            row = _row(r)
+                            if row.ident in wanted:
+                                out[row.ident] = row
+            return out
 
     def all_rows(
         self, team_id: str | None = None, channel_id: str | None = None
@@ -256,34 +259,35 @@ class Ledger:
         """
         if not rows:
             return
-        values = [
-            {
-                "team_id": r.team_id,
-                "channel_id": r.channel_id,
-                "kind": r.kind,
-                "key": r.key,
-                "show": r.show,
-                "state": LedgerState.PENDING,
-                "content_hash": r.content_hash,
-                "attempts": 0,
-                "owner": owner,
-                "created_at": now,
-                "updated_at": now,
-            }
-            for r in rows
-        ]
-        index = ["team_id", "channel_id", "kind", "key"]
-        dialect = conn.dialect.name
-        for start in range(0, len(values), 500):
-            chunk = values[start : start + 500]
-            if dialect == "postgresql":
-                pg = postgresql.insert(deliveries).values(chunk)
-                conn.execute(pg.on_conflict_do_nothing(index_elements=index))
-            elif dialect == "sqlite":
-                lite = sqlite.insert(deliveries).values(chunk)
-                conn.execute(lite.on_conflict_do_nothing(index_elements=index))
-            else:  # pragma: no cover - only the two supported backends
-                raise StoreError(f"delivery ledger: unsupported database {dialect}")
+        with self._errors("planning deliveries"):
+            values = [
+                {
+                    "team_id": r.team_id,
+                    "channel_id": r.channel_id,
+                    "kind": r.kind,
+                    "key": r.key,
+                    "show": r.show,
+                    "state": LedgerState.PENDING,
+                    "content_hash": r.content_hash,
+                    "attempts": 0,
+                    "owner": owner,
+                    "created_at": now,
+                    "updated_at": now,
+                }
+                for r in rows
+            ]
+            index = ["team_id", "channel_id", "kind", "key"]
+            dialect = conn.dialect.name
+            for start in range(0, len(values), 500):
+                chunk = values[start : start + 500]
+                if dialect == "postgresql":
+                    pg = postgresql.insert(deliveries).values(chunk)
+                    conn.execute(pg.on_conflict_do_nothing(index_elements=index))
+                elif dialect == "sqlite":
+                    lite = sqlite.insert(deliveries).values(chunk)
+                    conn.execute(lite.on_conflict_do_nothing(index_elements=index))
+                else:  # pragma: no cover - only the two supported backends
+                    raise StoreError(f"delivery ledger: unsupported database {dialect}")
 
     def claim(self, conn: sa.Connection, row: LedgerRow, owner: str, now: datetime) -> bool:
         """Take ``row`` as it was read; False when someone changed or claimed it since.
@@ -292,23 +296,25 @@ class Ledger:
         post could carry, and the history search must reach back that far however many
         recoveries failed in between.
         """
-        claimed_at = row.claimed_at if row.state == LedgerState.POSTING and row.claimed_at else now
-        result = conn.execute(
-            sa.update(deliveries)
-            .where(
-                deliveries.c.id == row.id,
-                deliveries.c.state == row.state,
-                deliveries.c.attempts == row.attempts,
+        with self._errors("claiming a delivery"):
+            taken_over = row.state == LedgerState.POSTING and row.claimed_at is not None
+            claimed_at = row.claimed_at if taken_over and row.claimed_at else now
+            result = conn.execute(
+                sa.update(deliveries)
+                .where(
+                    deliveries.c.id == row.id,
+                    deliveries.c.state == row.state,
+                    deliveries.c.attempts == row.attempts,
+                )
+                .values(
+                    state=LedgerState.POSTING,
+                    owner=owner,
+                    claimed_at=claimed_at,
+                    attempts=row.attempts + 1,
+                    updated_at=now,
+                )
             )
-            .values(
-                state=LedgerState.POSTING,
-                owner=owner,
-                claimed_at=claimed_at,
-                attempts=row.attempts + 1,
-                updated_at=now,
-            )
-        )
-        return result.rowcount == 1
+            return result.rowcount == 1
 
     def mark(
         self,
@@ -324,25 +330,25 @@ class Ledger:
 
         ``values`` may set ``owner=None``: giving a row up makes it recoverable at once.
         """
-        changes: dict[str, object] = {"updated_at": now, **values}
-        if state is not None:
-            changes["state"] = state
-        result = conn.execute(
-            sa.update(deliveries)
-            .where(deliveries.c.id == row_id, deliveries.c.owner == holder)
-            .values(**changes)
-        )
-        return result.rowcount == 1
+        with self._errors("recording a delivery"):
+            changes: dict[str, object] = {"updated_at": now, **values}
+            if state is not None:
+                changes["state"] = state
+            result = conn.execute(
+                sa.update(deliveries)
+                .where(deliveries.c.id == row_id, deliveries.c.owner == holder)
+                .values(**changes)
+            )
+            return result.rowcount == 1
 
     def owner_alive(self, owner: str | None) -> bool:
         """Is the process that claimed a row still running? (See the module docstring.)"""
         if owner is None:
             return False
-        with _live_lock:
-            if owner in _live_owners:
-                return True
+        if live_here(owner):
+            return True
         if not self.is_postgres:
-            return _process_alive(owner)
+            return process_alive(owner)
         key = advisory_key(owner)
 
         def probe(conn: sa.Connection) -> bool:
@@ -384,95 +390,3 @@ class Ledger:
             return [_row(r) for r in conn.execute(query)]
 
         return [r for r in self.run(read) if r.owner != me or not active(r.ident)]
-
-
-def _process_alive(owner: str) -> bool:
-    """SQLite's answer: a file database is one machine's, and owners are ``host:pid:tag``.
-
-    A pid reused by an unrelated process only makes us wait (alive), never double a post.
-    """
-    parts = owner.rsplit(":", 2)
-    if len(parts) != 3 or not parts[1].isdigit() or parts[0] != socket.gethostname():
-        return False
-    try:
-        os.kill(int(parts[1]), 0)
-    except PermissionError:  # someone else's process, but a process
-        return True
-    except (OSError, OverflowError):
-        return False
-    return True
-
-
-class OwnerLock:
-    """Announces an owner as alive: in this process, and to others via an advisory lock.
-
-    The PostgreSQL lock sits on its own un-pooled connection, so it ends exactly when this
-    object is closed or the process dies — a pooled connection would keep it after us.
-    """
-
-    def __init__(self, ledger: Ledger, owner: str) -> None:
-        self.owner = owner
-        self._engine: sa.Engine | None = None
-        self._conn: sa.Connection | None = None
-        with _live_lock:
-            _live_owners.add(owner)
-        if ledger.is_postgres:
-            try:
-                self._engine = sa.create_engine(ledger.engine.url, poolclass=NullPool)
-                self._conn = self._engine.connect()
-                key = advisory_key(owner)
-                got = self._conn.execute(sa.select(sa.func.pg_try_advisory_lock(key))).scalar()
-                self._conn.commit()
-            except sa.exc.SQLAlchemyError as exc:
-                self.close()
-                raise StoreError(f"delivery ledger: cannot take the owner lock: {exc}") from exc
-            if not got:  # never waits: an owner name is unique to one deliverer
-                self.close()
-                raise StoreError(f"delivery ledger: owner {owner!r} is already in use")
-
-    def close(self) -> None:
-        with _live_lock:
-            _live_owners.discard(self.owner)
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
-
-
-class ShowLock:
-    """``pg_try_advisory_lock`` per show poll, so two clocks do not fetch the same feed at once.
-
-    Purely an economy: the claims keep deliveries once without it. On SQLite it always
-    succeeds (one process).
-    """
-
-    def __init__(self, ledger: Ledger, show: str) -> None:
-        self._ledger = ledger
-        self._show = show
-        self._key: int | None = None
-        self._conn: sa.Connection | None = None
-
-    def acquire(self) -> bool:
-        if not self._ledger.is_postgres:
-            return True
-        if self._key is None:
-            self._key = advisory_key(f"poll:{self._ledger.namespace()}:{self._show}")
-        conn = self._ledger.engine.connect()
-        got = bool(conn.execute(sa.select(sa.func.pg_try_advisory_lock(self._key))).scalar_one())
-        conn.commit()
-        if not got:
-            conn.close()
-            return False
-        self._conn = conn
-        return True
-
-    def release(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.execute(sa.select(sa.func.pg_advisory_unlock(self._key)))
-                self._conn.commit()
-            finally:
-                self._conn.close()
-                self._conn = None

@@ -1,0 +1,238 @@
+"""The database: engine, transactions, migrations, SQLite tuning, and the one error translator.
+
+Every aggregate of the store (shows, episodes, search, subscriptions, the ledger) works on
+one :class:`Database` and reaches SQL only through :meth:`Database.transaction`, so every
+SQLAlchemy or driver failure leaves the package the same way: :func:`wrap_exceptions` turns
+it into a one-line :class:`StoreError` (no SQL, no parameters, no password).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import StaticPool
+
+from digests.errors import StoreError
+
+_T = TypeVar("_T")
+
+# Well under SQLite's bound-parameter limit and PostgreSQL's comfortable IN-list size.
+CHUNK = 500
+# Arbitrary constant: serialises concurrent `migrate()` calls (web + clock starting together).
+_PG_MIGRATION_LOCK = 0x64696765
+_WRITE_ATTEMPTS = 3
+_WAL_ATTEMPTS = 25  # about 10 s of waiting, as the busy timeout allows other statements
+_PG_CONNECT_TIMEOUT = 10
+
+
+def chunks(items: Sequence[_T], size: int = CHUNK) -> Iterator[Sequence[_T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def aware(value: datetime, name: str) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError(f"{name} must be timezone-aware (got {value.isoformat()})")
+    return value.astimezone(UTC)
+
+
+def clean(text: str) -> str:
+    """Feed and user text minus NUL, which PostgreSQL text refuses (and SQLite truncates at)."""
+    return text.replace("\x00", "")
+
+
+def clean_opt(text: str | None) -> str | None:
+    return None if text is None else clean(text)
+
+
+def _reason(error: BaseException) -> str:
+    """The first meaningful line of a driver error, without SQLAlchemy's boilerplate."""
+    cause = getattr(error, "orig", None) or error
+    text = str(cause).strip()
+    line = text.splitlines()[0].strip() if text else type(cause).__name__
+    return line[:300]
+
+
+@contextmanager
+def wrap_exceptions(action: str, where: str = "") -> Iterator[None]:
+    """The store's one error translator: any SQLAlchemy/DBAPI error → one-line StoreError.
+
+    ``action`` says what was being done ("saving episodes"), ``where`` names the database
+    (its URL without password) for failures of the connection itself. Usable as a
+    decorator too (``@wrap_exceptions("…")``).
+    """
+    try:
+        yield
+    except sa_exc.DBAPIError as error:
+        if error.connection_invalidated or isinstance(
+            error, sa_exc.OperationalError | sa_exc.InterfaceError
+        ):
+            database = f"database {where}" if where else "database"
+            raise StoreError(f"{database} failed while {action}: {_reason(error)}") from error
+        raise StoreError(f"database refused {action}: {_reason(error)}") from error
+    except sa_exc.SQLAlchemyError as error:
+        raise StoreError(f"database error while {action}: {_reason(error)}") from error
+
+
+def safe_url(engine: sa.Engine) -> str:
+    return engine.url.render_as_string(hide_password=True)
+
+
+class Database:
+    """One engine over SQLite or PostgreSQL, and the transactions every aggregate uses."""
+
+    def __init__(self, url: str) -> None:
+        """Create the engine (no connection yet). ``url`` is a SQLAlchemy URL."""
+        try:
+            parsed = make_url(url)
+        except (sa_exc.ArgumentError, ValueError) as error:
+            # Not echoed: a malformed URL may still carry a password.
+            raise StoreError(
+                "invalid database URL (expected e.g. sqlite:///path/to/file.db or "
+                "postgresql+psycopg://user@host/db)"
+            ) from error
+        self.safe_url = parsed.render_as_string(hide_password=True)
+        try:
+            self.engine = sa.create_engine(parsed, **_engine_options(parsed))
+        except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ImportError) as error:
+            raise StoreError(f"cannot use database {self.safe_url}: {_reason(error)}") from error
+        if self.engine.dialect.name == "sqlite":
+            _configure_sqlite(self.engine)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def errors(self, action: str) -> AbstractContextManager[None]:
+        """:func:`wrap_exceptions` naming this database."""
+        return wrap_exceptions(action, self.safe_url)
+
+    def migrate(self) -> None:
+        """Alembic ``upgrade head`` (programmatic, migrations shipped in the package)."""
+        config = Config()
+        script_location = resources.files("digests.store").joinpath("migrations")
+        config.set_main_option("script_location", str(script_location))
+        with self.transaction("migrating the database") as conn:
+            if self.dialect == "postgresql":
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_MIGRATION_LOCK)))
+            # env.py migrates this very connection: no URL (nor password) goes into config.
+            config.attributes["connection"] = conn
+            command.upgrade(config, "head")
+
+    def ping(self) -> bool:
+        """True when the database answers ``SELECT 1``."""
+        try:
+            with self.engine.connect() as conn:
+                return conn.execute(sa.text("SELECT 1")).scalar() == 1
+        except sa_exc.SQLAlchemyError:
+            return False
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def transaction(self, action: str, write: bool = True) -> Iterator[sa.Connection]:
+        """One transaction; any database error becomes a one-line ``StoreError``."""
+        with self.errors(action), self.engine.connect() as conn:
+            if write and self.dialect == "sqlite":
+                # Take the write lock up front: a deferred transaction that upgrades
+                # from read to write fails at once with "database is locked" instead of
+                # waiting its turn behind another process.
+                conn.execution_options(digestbot_sqlite_begin="IMMEDIATE")
+            with conn.begin():
+                yield conn
+
+    def write(self, action: str, work: Callable[[sa.Connection], _T]) -> _T:
+        """``work`` in a write transaction, run again if a concurrent writer won a race.
+
+        Two pollers that both find a guid missing both insert it; the loser's unique
+        violation means "someone else stored it", so a fresh attempt sees the row instead.
+        """
+        for attempt in range(_WRITE_ATTEMPTS):
+            try:
+                with self.transaction(action) as conn:
+                    return work(conn)
+            except StoreError as error:
+                conflict = isinstance(error.__cause__, sa_exc.IntegrityError)
+                if not conflict or attempt == _WRITE_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+
+def _engine_options(parsed: sa.URL) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database in ("", ":memory:"):
+            # One shared connection, or each pooled connection would see its own empty DB.
+            kwargs.update(poolclass=StaticPool, connect_args={"check_same_thread": False})
+        elif not database.startswith("file:"):
+            try:
+                Path(database).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise StoreError(
+                    f"cannot create the directory for {database}: {error.strerror}"
+                ) from error
+    elif parsed.get_backend_name() == "postgresql":
+        kwargs.update(pool_pre_ping=True)
+        if "connect_timeout" not in parsed.query:
+            # libpq waits for the OS otherwise (minutes) when the host drops packets.
+            kwargs.update(connect_args={"connect_timeout": _PG_CONNECT_TIMEOUT})
+    return kwargs
+
+
+def _sqlite_wal(cursor: Any) -> bool:
+    """Put the database file in WAL mode (once per file: the mode persists); False for an
+    in-memory database, which has no WAL.
+
+    Switching needs the file to itself and SQLite reports "database is locked" at once,
+    without the busy timeout, when another connection (a web and a clock process starting
+    together) has it open: so wait and look again, for about as long as that timeout.
+    """
+    for attempt in range(_WAL_ATTEMPTS):
+        try:
+            mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+            if mode == "memory":
+                return False
+            if mode != "wal":
+                cursor.execute("PRAGMA journal_mode = WAL")
+            return True
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or attempt == _WAL_ATTEMPTS - 1:
+                raise
+            time.sleep(min(0.01 * 2**attempt, 0.5))
+    raise AssertionError("unreachable")
+
+
+def _configure_sqlite(engine: sa.Engine) -> None:
+    """Foreign keys, WAL and a busy timeout on every connection; BEGIN issued by us."""
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # pysqlite's own transaction handling defers BEGIN and ignores the mode we want.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.execute("PRAGMA busy_timeout = 10000")
+            if _sqlite_wal(cursor):
+                cursor.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(conn: sa.Connection) -> None:
+        mode = conn.get_execution_options().get("digestbot_sqlite_begin", "")
+        conn.exec_driver_sql(f"BEGIN {mode}".strip())

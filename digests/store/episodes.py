@@ -1,0 +1,247 @@
+"""Episodes: the state an upsert is decided on, applying its intents, and reading them back.
+
+What is new, changed or unchanged (and how an undated item is dated) is decided by
+:func:`digests.update.decide_upsert`; this module only reads the state it needs and writes
+what it says. Rows become ``Episode`` models (with their PRs) before they leave.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from digests.models import Episode, PullRequestRef, guid_key
+from digests.store.database import Database, aware, chunks, clean, clean_opt
+from digests.store.schema import episode_prs, episodes, shows
+from digests.store.shows import show_ids
+from digests.types import EpisodeIdentity, EpisodeWrite, StoredEpisode, UpsertIntents, UpsertResult
+from digests.update import decide_upsert, episode_identity, latest_copies
+
+EPISODE_COLUMNS = (
+    episodes.c.id,
+    shows.c.name.label("show_name"),
+    episodes.c.guid,
+    episodes.c.title,
+    episodes.c.headline,
+    episodes.c.summary,
+    episodes.c.transcript,
+    episodes.c.published_at,
+    episodes.c.duration_seconds,
+    episodes.c.url,
+    episodes.c.audio_url,
+    episodes.c.nearby,
+)
+EPISODES_JOIN = episodes.join(shows, episodes.c.show_id == shows.c.id)
+NEWEST = (episodes.c.published_at.desc(), episodes.c.id.desc())
+OLDEST = (episodes.c.published_at.asc(), episodes.c.id.asc())
+_UPDATED_COLUMNS = (
+    "title",
+    "headline",
+    "summary",
+    "transcript",
+    "published_at",
+    "duration_seconds",
+    "url",
+    "audio_url",
+    "nearby",
+    "content_hash",
+    "updated_at",
+)
+
+
+def select_episodes() -> sa.Select[Any]:
+    return sa.select(*EPISODE_COLUMNS).select_from(EPISODES_JOIN)
+
+
+def in_shows(stmt: sa.Select[Any], names: Sequence[str] | None) -> sa.Select[Any]:
+    return stmt if names is None else stmt.where(shows.c.name.in_(list(names)))
+
+
+def hydrate(conn: sa.Connection, rows: Sequence[Any]) -> list[Episode]:
+    """Rows (with ``EPISODE_COLUMNS``) → Episodes, PRs fetched in one query per chunk."""
+    ids = [row.id for row in rows]
+    prs: dict[int, list[PullRequestRef]] = {}
+    for chunk in chunks(ids):
+        for pr in conn.execute(
+            sa.select(episode_prs)
+            .where(episode_prs.c.episode_id.in_(chunk))
+            .order_by(episode_prs.c.episode_id, episode_prs.c.position)
+        ):
+            prs.setdefault(pr.episode_id, []).append(
+                PullRequestRef(number=pr.number, url=pr.url, context=pr.context)
+            )
+    return [
+        Episode(
+            guid=row.guid,
+            show=row.show_name,
+            title=row.title,
+            headline=row.headline,
+            summary=row.summary,
+            transcript=row.transcript,
+            published_at=row.published_at,
+            duration_seconds=row.duration_seconds,
+            url=row.url,
+            audio_url=row.audio_url,
+            pull_requests=tuple(prs.get(row.id, ())),
+            nearby=tuple(row.nearby or ()),
+        )
+        for row in rows
+    ]
+
+
+def _stored(
+    conn: sa.Connection, keys: Iterable[EpisodeIdentity]
+) -> dict[EpisodeIdentity, StoredEpisode]:
+    """(show, guid) → what the upsert decider needs of its row, for the keys stored."""
+    by_show: dict[str, list[str]] = {}
+    for show, guid in keys:
+        by_show.setdefault(show, []).append(guid)
+    found: dict[EpisodeIdentity, StoredEpisode] = {}
+    for show, guids in by_show.items():
+        show_id = sa.select(shows.c.id).where(shows.c.name == show).scalar_subquery()
+        for chunk in chunks(guids):
+            rows = conn.execute(
+                sa.select(
+                    episodes.c.id,
+                    episodes.c.guid,
+                    episodes.c.content_hash,
+                    episodes.c.published_at,
+                    episodes.c.first_seen_at,
+                ).where(episodes.c.show_id == show_id, episodes.c.guid.in_(chunk))
+            )
+            for row in rows:
+                found[(show, row.guid)] = StoredEpisode(
+                    row.id, row.content_hash, row.published_at, row.first_seen_at
+                )
+    return found
+
+
+def _values(write: EpisodeWrite, show_id: int, now: datetime) -> dict[str, Any]:
+    episode = write.episode
+    return {
+        "show_id": show_id,
+        "guid": clean(episode.guid),
+        "guid_key": guid_key(clean(episode.guid)),
+        "title": clean(episode.title),
+        "headline": clean(episode.headline),
+        "summary": clean(episode.summary),
+        "transcript": clean(episode.transcript),
+        "published_at": episode.published_at,
+        "duration_seconds": episode.duration_seconds,
+        "url": clean_opt(episode.url),
+        "audio_url": clean_opt(episode.audio_url),
+        "nearby": [clean(title) for title in episode.nearby],
+        "content_hash": write.content_hash,
+        "updated_at": now,
+    }
+
+
+def _insert_prs(conn: sa.Connection, rows: Sequence[tuple[int, Episode]]) -> None:
+    values = [
+        {
+            "episode_id": episode_id,
+            "position": position,
+            "number": pr.number,
+            "url": clean(pr.url),
+            "context": clean(pr.context),
+        }
+        for episode_id, episode in rows
+        for position, pr in enumerate(episode.pull_requests)
+    ]
+    if values:
+        conn.execute(sa.insert(episode_prs), values)
+
+
+def _insert(conn: sa.Connection, writes: Sequence[EpisodeWrite], now: datetime) -> None:
+    keys = [episode_identity(write.episode) for write in writes]
+    ids = show_ids(conn, (show for show, _ in keys))
+    rows = [
+        _values(write, ids[show], now) | {"first_seen_at": now}
+        for (show, _), write in zip(keys, writes, strict=True)
+    ]
+    # Plain executemany, then read the ids back: SQLite cannot promise RETURNING order for
+    # multi-row inserts, so SQLAlchemy would fall back to one statement per row.
+    conn.execute(sa.insert(episodes), rows)
+    created = _stored(conn, keys)
+    _insert_prs(conn, [(created[key].id, w.episode) for key, w in zip(keys, writes, strict=True)])
+
+
+def _update(conn: sa.Connection, writes: Sequence[EpisodeWrite], now: datetime) -> None:
+    params = []
+    for write in writes:
+        assert write.id is not None
+        values = _values(write, 0, now)
+        params.append(
+            {"row_id": write.id} | {f"v_{name}": values[name] for name in _UPDATED_COLUMNS}
+        )
+    conn.execute(
+        sa.update(episodes)
+        .where(episodes.c.id == sa.bindparam("row_id"))
+        .values({name: sa.bindparam(f"v_{name}") for name in _UPDATED_COLUMNS}),
+        params,
+    )
+    ids = [write.id for write in writes if write.id is not None]
+    for chunk in chunks(ids):
+        conn.execute(sa.delete(episode_prs).where(episode_prs.c.episode_id.in_(chunk)))
+    _insert_prs(conn, [(write.id, write.episode) for write in writes if write.id is not None])
+
+
+def apply(conn: sa.Connection, intents: UpsertIntents, now: datetime) -> None:
+    """Write what the decider said; a constant number of statements per 500 episodes."""
+    if intents.inserts:
+        _insert(conn, intents.inserts, now)
+    if intents.updates:
+        _update(conn, intents.updates, now)
+    if intents.redates:
+        conn.execute(
+            sa.update(episodes)
+            .where(episodes.c.id == sa.bindparam("row_id"))
+            .values(published_at=sa.bindparam("when")),
+            [{"row_id": r.id, "when": r.published_at} for r in intents.redates],
+        )
+
+
+class EpisodesMixin:
+    """The ``episodes`` aggregate of :class:`digests.store.Store`: upsert and lookups."""
+
+    _db: Database
+
+    def state_for_update(
+        self, episodes_in: Iterable[Episode]
+    ) -> dict[EpisodeIdentity, StoredEpisode]:
+        """What the store has for these episodes' (show, guid): the decider's input."""
+        keys = list(latest_copies(episodes_in))
+        with self._db.transaction("reading episodes for an update", write=False) as conn:
+            return _stored(conn, keys)
+
+    def apply_intents(self, intents: UpsertIntents, now: datetime) -> None:
+        """Write the decider's intents in one transaction.
+
+        Fails (``StoreError``) when another writer stored one of the inserts since the
+        state was read; :meth:`upsert_episodes` reads, decides and writes in one
+        transaction and retries that race.
+        """
+        now = aware(now, "now")
+        with self._db.transaction("saving episodes") as conn:
+            apply(conn, intents, now)
+
+    def upsert_episodes(self, episodes_in: Iterable[Episode], now: datetime) -> list[UpsertResult]:
+        """Read the stored state, decide (:func:`digests.update.decide_upsert`), apply.
+
+        One transaction; a constant number of statements per 500 episodes whatever happens,
+        so re-reading a feed of thousands of unchanged episodes costs a few SELECTs.
+        """
+        now = aware(now, "now")
+        batch = latest_copies(episodes_in)
+        if not batch:
+            return []
+
+        def write(conn: sa.Connection) -> list[UpsertResult]:
+            intents = decide_upsert(_stored(conn, batch.keys()), batch.values(), now)
+            apply(conn, intents, now)
+            return list(intents.results)
+
+        return self._db.write("saving episodes", write)

@@ -1,0 +1,144 @@
+"""Locks between processes: who is alive (:class:`OwnerLock`), who polls a show (:class:`ShowLock`).
+
+PostgreSQL answers both with session advisory locks named by :func:`advisory_key`. On
+SQLite (one machine's file) an owner is alive while its process is (owners are named
+``host:pid:tag``), and a show poll never contends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import threading
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+from sqlalchemy.pool import NullPool
+
+from digests.errors import StoreError
+from digests.store.database import safe_url, wrap_exceptions
+
+if TYPE_CHECKING:
+    from digests.store.ledger import Ledger
+
+# Owners alive in this process; a row they hold is never taken over from here. Process-wide
+# on purpose: the lock and the ledgers that ask about it are separate objects.
+_live_owners: set[str] = set()
+_live_lock = threading.Lock()
+
+
+def advisory_key(name: str) -> int:
+    """A stable signed 64-bit key for ``pg_advisory_lock`` from any string."""
+    digest = hashlib.sha256(name.encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def live_here(owner: str) -> bool:
+    with _live_lock:
+        return owner in _live_owners
+
+
+def process_alive(owner: str) -> bool:
+    """SQLite's answer: a file database is one machine's, and owners are ``host:pid:tag``.
+
+    A pid reused by an unrelated process only makes us wait (alive), never double a post.
+    """
+    parts = owner.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or parts[0] != socket.gethostname():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except PermissionError:  # someone else's process, but a process
+        return True
+    except (OSError, OverflowError):
+        return False
+    return True
+
+
+class OwnerLock:
+    """Announces an owner as alive: in this process, and to others via an advisory lock.
+
+    The PostgreSQL lock sits on its own un-pooled connection, so it ends exactly when this
+    object is closed or the process dies — a pooled connection would keep it after us.
+    """
+
+    def __init__(self, ledger: Ledger, owner: str) -> None:
+        self.owner = owner
+        self._engine: sa.Engine | None = None
+        self._conn: sa.Connection | None = None
+        with _live_lock:
+            _live_owners.add(owner)
+        if ledger.is_postgres:
+            got = False
+            try:
+                with wrap_exceptions("taking the owner lock", safe_url(ledger.engine)):
+                    self._engine = sa.create_engine(ledger.engine.url, poolclass=NullPool)
+                    self._conn = self._engine.connect()
+                    key = advisory_key(owner)
+                    lock = sa.select(sa.func.pg_try_advisory_lock(key))
+                    got = bool(self._conn.execute(lock).scalar())
+                    self._conn.commit()
+            except StoreError:
+                self.close()
+                raise
+            if not got:  # never waits: an owner name is unique to one deliverer
+                self.close()
+                raise StoreError(f"delivery ledger: owner {owner!r} is already in use")
+
+    def close(self) -> None:
+        with _live_lock:
+            _live_owners.discard(self.owner)
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+
+class ShowLock:
+    """``pg_try_advisory_lock`` per show poll, so two clocks do not fetch the same feed at once.
+
+    Purely an economy: the claims keep deliveries once without it. On SQLite it always
+    succeeds (one process).
+    """
+
+    def __init__(self, ledger: Ledger, show: str) -> None:
+        self._ledger = ledger
+        self._show = show
+        self._key: int | None = None
+        self._conn: sa.Connection | None = None
+
+    def acquire(self) -> bool:
+        if not self._ledger.is_postgres:
+            return True
+        if self._key is None:
+            self._key = advisory_key(f"poll:{self._ledger.namespace()}:{self._show}")
+        with wrap_exceptions(f"locking the poll of {self._show!r}", self._where()):
+            conn = self._ledger.engine.connect()
+            try:
+                lock = sa.select(sa.func.pg_try_advisory_lock(self._key))
+                got = bool(conn.execute(lock).scalar_one())
+                conn.commit()
+            except BaseException:
+                conn.close()
+                raise
+        if not got:
+            conn.close()
+            return False
+        self._conn = conn
+        return True
+
+    def release(self) -> None:
+        if self._conn is not None:
+            try:
+                with wrap_exceptions(f"unlocking the poll of {self._show!r}", self._where()):
+                    self._conn.execute(sa.select(sa.func.pg_advisory_unlock(self._key)))
+                    self._conn.commit()
+            finally:
+                self._conn.close()
+                self._conn = None
+
+    def _where(self) -> str:
+        return safe_url(self._ledger.engine)

@@ -1,0 +1,252 @@
+"""Episode lookups: by guid, guid key, URL, date, title, PR; neighbours and the newest."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from digests.models import Episode
+from digests.store.database import Database, aware, chunks, clean
+from digests.store.episodes import (
+    EPISODE_COLUMNS,
+    EPISODES_JOIN,
+    NEWEST,
+    OLDEST,
+    hydrate,
+    in_shows,
+    select_episodes,
+)
+from digests.store.schema import episode_prs, episodes, shows
+from digests.types import PrMention
+
+MAX_SEARCH_TOKENS = 16
+MAX_SEARCH_LIMIT = 100
+
+
+def url_variants(url: str) -> list[str]:
+    """``url`` and the spellings of it that name the same page."""
+    base = url.strip().split("#", 1)[0]
+    if not base:
+        return []
+    stems = [base.rstrip("/") or base]
+    for scheme, other in (("https://", "http://"), ("http://", "https://")):
+        if base.startswith(scheme):
+            stems.append(other + stems[0][len(scheme) :])
+    variants = [url.strip()]
+    for stem in stems:
+        variants += [stem, stem + "/"]
+    return list(dict.fromkeys(variants))
+
+
+def _neighbour_conditions(
+    row: Any, when: datetime
+) -> tuple[sa.ColumnElement[bool], sa.ColumnElement[bool]]:
+    """Earlier / later than the episode; ties on publication time fall back to row id, so
+    equal timestamps still chain."""
+    if row is None:
+        return episodes.c.published_at < when, episodes.c.published_at > when
+    earlier = sa.or_(
+        episodes.c.published_at < when,
+        sa.and_(episodes.c.published_at == when, episodes.c.id < row.id),
+    )
+    later = sa.or_(
+        episodes.c.published_at > when,
+        sa.and_(episodes.c.published_at == when, episodes.c.id > row.id),
+    )
+    return earlier, later
+
+
+class QueriesMixin:
+    """Reading episodes back, for :class:`digests.store.Store`."""
+
+    _db: Database
+
+    def _episodes(
+        self, action: str, stmt: sa.Select[Any], names: Sequence[str] | None = None
+    ) -> list[Episode]:
+        with self._db.transaction(action, write=False) as conn:
+            return hydrate(conn, conn.execute(in_shows(stmt, names)).all())
+
+    def _one(self, action: str, stmt: sa.Select[Any]) -> Episode | None:
+        found = self._episodes(action, stmt)
+        return found[0] if found else None
+
+    def episode(self, show: str, guid: str) -> Episode | None:
+        return self._one(
+            f"reading episode {guid!r}",
+            select_episodes().where(shows.c.name == clean(show), episodes.c.guid == clean(guid)),
+        )
+
+    def episode_by_guid_key(self, show: str, key: str) -> Episode | None:
+        """The episode of ``show`` whose guid hashes to ``key`` (``digests.models.guid_key``):
+        how a digest button names an episode whose guid is too long for a button value."""
+        return self._one(
+            "reading an episode by guid key",
+            select_episodes().where(shows.c.name == clean(show), episodes.c.guid_key == clean(key)),
+        )
+
+    def episode_by_url(self, url: str) -> Episode | None:
+        """The episode at ``url``; a link pasted into Slack may differ from the feed's by a
+        trailing slash, a ``#fragment`` or http/https, so those variants match too (the
+        exact URL first). Failing those, the URL without its query string: share links
+        carry ``?utm_source=…`` that the feed's link does not."""
+        url = clean(url)
+        found = self._episode_at(url)
+        if found is None:
+            bare = url.strip().split("#", 1)[0].split("?", 1)[0]
+            if bare and bare != url.strip():
+                found = self._episode_at(bare)
+        return found
+
+    def _episode_at(self, url: str) -> Episode | None:
+        variants = url_variants(url)
+        if not variants:
+            return None
+        exact = sa.case((episodes.c.url == url.strip(), 0), else_=1)
+        return self._one(
+            "reading an episode by URL",
+            select_episodes().where(episodes.c.url.in_(variants)).order_by(exact, *NEWEST).limit(1),
+        )
+
+    def first_seen(self, show: str, guids: Sequence[str]) -> dict[str, datetime]:
+        """guid → when the store first had that episode of ``show`` (the guids it knows)."""
+        found: dict[str, datetime] = {}
+        with self._db.transaction("reading when episodes arrived", write=False) as conn:
+            for chunk in chunks(list(dict.fromkeys(clean(g) for g in guids))):
+                rows = conn.execute(
+                    sa.select(episodes.c.guid, episodes.c.first_seen_at)
+                    .select_from(EPISODES_JOIN)
+                    .where(shows.c.name == clean(show), episodes.c.guid.in_(chunk))
+                )
+                for guid, when in rows:
+                    found[guid] = aware(when, "first_seen_at")
+        return found
+
+    def recent(self, limit: int, shows: Sequence[str] | None = None) -> list[Episode]:
+        """Newest first."""
+        if limit <= 0:
+            return []
+        return self._episodes(
+            "reading recent episodes", select_episodes().order_by(*NEWEST).limit(limit), shows
+        )
+
+    def between(
+        self, start: datetime, end: datetime, shows: Sequence[str] | None = None
+    ) -> list[Episode]:
+        """Published in [start, end), oldest first."""
+        start, end = aware(start, "start"), aware(end, "end")
+        return self._episodes(
+            "reading episodes by date",
+            select_episodes()
+            .where(episodes.c.published_at >= start, episodes.c.published_at < end)
+            .order_by(*OLDEST),
+            shows,
+        )
+
+    def nearest(self, when: datetime, shows: Sequence[str] | None = None) -> Episode | None:
+        """The episode published closest to ``when``; the earlier one on a tie."""
+        when = aware(when, "when")
+        before = self._episodes(
+            "finding the nearest episode",
+            select_episodes().where(episodes.c.published_at <= when).order_by(*NEWEST).limit(1),
+            shows,
+        )
+        after = self._episodes(
+            "finding the nearest episode",
+            select_episodes().where(episodes.c.published_at > when).order_by(*OLDEST).limit(1),
+            shows,
+        )
+        candidates = before + after
+        if not candidates:
+            return None
+        return min(candidates, key=lambda episode: abs(episode.published_at - when))
+
+    def neighbours(self, episode: Episode) -> tuple[Episode | None, Episode | None]:
+        """(previous, next) episode of the same show by publication time."""
+        same_show = shows.c.name == clean(episode.show)
+        with self._db.transaction("finding neighbouring episodes", write=False) as conn:
+            row = conn.execute(
+                sa.select(episodes.c.id, episodes.c.published_at)
+                .select_from(EPISODES_JOIN)
+                .where(same_show, episodes.c.guid == clean(episode.guid))
+            ).first()
+            when = row.published_at if row else episode.published_at
+            earlier, later = _neighbour_conditions(row, when)
+            prev_rows = conn.execute(
+                select_episodes().where(same_show, earlier).order_by(*NEWEST).limit(1)
+            ).all()
+            next_rows = conn.execute(
+                select_episodes().where(same_show, later).order_by(*OLDEST).limit(1)
+            ).all()
+            found = hydrate(conn, [*prev_rows, *next_rows])
+        previous = found[0] if prev_rows else None
+        following = found[-1] if next_rows else None
+        return previous, following
+
+    def by_title(self, title: str, shows: Sequence[str] | None = None) -> Episode | None:
+        """The episode whose headline equals ``title`` (case-insensitive), else None.
+
+        A full title (``Show: Headline``) matches too, and whitespace is normalised, so the
+        titles a page lists under "Nearby episodes" find their episodes either way.
+        """
+        wanted = " ".join(clean(title).split())
+        if not wanted:
+            return None
+        needle = sa.func.lower(sa.literal(wanted, sa.Text))
+        found = self._episodes(
+            "finding an episode by title",
+            select_episodes()
+            .where(
+                sa.or_(
+                    sa.func.lower(episodes.c.headline) == needle,
+                    sa.func.lower(episodes.c.title) == needle,
+                )
+            )
+            .order_by(*NEWEST)
+            .limit(1),
+            shows,
+        )
+        return found[0] if found else None
+
+    def by_title_words(
+        self, words: Sequence[str], limit: int = 50, shows: Sequence[str] | None = None
+    ) -> list[Episode]:
+        """Episodes whose title contains every one of ``words`` (case-insensitive, as
+        substrings, so callers check whole words themselves), newest first."""
+        needles = [w.lower() for w in words if w.strip()][:MAX_SEARCH_TOKENS]
+        if not needles or limit <= 0:
+            return []
+        headline, title = sa.func.lower(episodes.c.headline), sa.func.lower(episodes.c.title)
+        has_all = [
+            sa.or_(headline.contains(n, autoescape=True), title.contains(n, autoescape=True))
+            for n in needles
+        ]
+        return self._episodes(
+            "finding episodes by title words",
+            select_episodes().where(*has_all).order_by(*NEWEST).limit(min(limit, MAX_SEARCH_LIMIT)),
+            shows,
+        )
+
+    def by_pr(self, number: int, shows: Sequence[str] | None = None) -> list[PrMention]:
+        """Every episode naming PR ``number``, newest first, with the sentence that names it."""
+        stmt = (
+            sa.select(*EPISODE_COLUMNS, episode_prs.c.context.label("pr_context"))
+            .select_from(EPISODES_JOIN.join(episode_prs, episode_prs.c.episode_id == episodes.c.id))
+            .where(episode_prs.c.number == number)
+            .order_by(*NEWEST, episode_prs.c.position)
+        )
+        with self._db.transaction(f"finding PR {number}", write=False) as conn:
+            rows: list[Any] = []
+            seen: set[int] = set()
+            for row in conn.execute(in_shows(stmt, shows)):
+                if row.id not in seen:  # a malformed episode could list a PR twice
+                    seen.add(row.id)
+                    rows.append(row)
+            found = hydrate(conn, rows)
+        return [
+            PrMention(episode=episode, context=row.pr_context)
+            for episode, row in zip(found, rows, strict=True)
+        ]

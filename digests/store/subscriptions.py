@@ -1,0 +1,177 @@
+"""Subscriptions, their pauses, and the tombstones of unsubscribed config-file ones."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal, cast
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+
+from digests.store.database import Database, aware, clean
+from digests.store.schema import subscriptions
+from digests.types import Subscription
+
+_SOURCES = ("config", "slash")
+
+
+def _subscription(row: sa.Row[Any]) -> Subscription:
+    return Subscription(
+        team_id=row.team_id,
+        channel_id=row.channel_id,
+        show=row.show,
+        keywords=tuple(row.keywords or ()),
+        recap=bool(row.recap),
+        paused_reason=row.paused_reason,
+        paused_at=row.paused_at,
+        source=cast(Literal["config", "slash"], row.source),
+        created_at=row.created_at,
+        created_by=row.created_by,
+        unsubscribed_at=row.unsubscribed_at,
+    )
+
+
+def _keywords(keywords: Sequence[str]) -> list[str]:
+    """Whitespace normalised, duplicates (ignoring case) dropped, in the order given."""
+    kept: list[str] = []
+    for keyword in keywords:
+        keyword = " ".join(clean(keyword).split())
+        if keyword and keyword.lower() not in (k.lower() for k in kept):
+            kept.append(keyword)
+    return kept
+
+
+class SubscriptionsMixin:
+    """The ``subscriptions`` aggregate of :class:`digests.store.Store`."""
+
+    _db: Database
+
+    def subscribe(
+        self,
+        team_id: str,
+        channel_id: str,
+        show: str,
+        keywords: Sequence[str] = (),
+        recap: bool = True,
+        source: str = "slash",
+        created_by: str | None = None,
+    ) -> Subscription:
+        """Create or replace; also un-pauses, and revives one a user unsubscribed.
+
+        A subscription from the config file stays ``config`` when a user replaces its
+        filter by slash command, so unsubscribing it still warns where it came from.
+        ``created_by`` (the Slack user) replaces the earlier one when given.
+        """
+        if source not in _SOURCES:
+            raise ValueError(f"source must be one of {_SOURCES}, not {source!r}")
+        values: dict[str, Any] = {
+            "keywords": _keywords(keywords),
+            "recap": recap,
+            "paused_reason": None,
+            "paused_at": None,
+            "unsubscribed_at": None,
+            "source": source,
+            "created_by": created_by or None,
+        }
+        insert_ = (
+            pg_dialect.insert(subscriptions)
+            if self._db.dialect == "postgresql"
+            else sqlite_dialect.insert(subscriptions)
+        )
+        stmt = insert_.values(
+            team_id=team_id, channel_id=channel_id, show=show, created_at=datetime.now(UTC)
+        ).values(**values)
+        update = values | {
+            "source": sa.case(
+                (subscriptions.c.source == "config", "config"), else_=stmt.excluded.source
+            ),
+            "created_by": sa.func.coalesce(stmt.excluded.created_by, subscriptions.c.created_by),
+        }
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["team_id", "channel_id", "show"], set_=update
+        )
+        with self._db.transaction(f"subscribing {channel_id} to {show!r}") as conn:
+            conn.execute(stmt)
+            row = conn.execute(
+                sa.select(subscriptions).where(
+                    subscriptions.c.team_id == team_id,
+                    subscriptions.c.channel_id == channel_id,
+                    subscriptions.c.show == show,
+                )
+            ).one()
+        return _subscription(row)
+
+    def unsubscribe(self, team_id: str, channel_id: str, show: str | None = None) -> int:
+        """Drop the channel's subscription to ``show`` (all of them when None); the count.
+
+        One from the config file is kept as a tombstone (``unsubscribed_at``) instead, so
+        the config sync at the next start does not subscribe the channel again.
+        """
+        where = [
+            subscriptions.c.team_id == team_id,
+            subscriptions.c.channel_id == channel_id,
+            subscriptions.c.unsubscribed_at.is_(None),
+        ]
+        if show is not None:
+            where.append(subscriptions.c.show == show)
+        with self._db.transaction(f"unsubscribing {channel_id}") as conn:
+            kept = conn.execute(
+                sa.update(subscriptions)
+                .where(*where, subscriptions.c.source == "config")
+                .values(unsubscribed_at=datetime.now(UTC))
+            ).rowcount
+            dropped = conn.execute(
+                sa.delete(subscriptions).where(*where, subscriptions.c.source != "config")
+            ).rowcount
+            return int(kept) + int(dropped)
+
+    def subscriptions(
+        self,
+        team_id: str | None = None,
+        channel_id: str | None = None,
+        show: str | None = None,
+        include_paused: bool = True,
+        include_unsubscribed: bool = False,
+    ) -> list[Subscription]:
+        """The subscriptions matching the filters; tombstones only with
+        ``include_unsubscribed`` (the config sync needs them, nothing else does)."""
+        stmt = sa.select(subscriptions).order_by(
+            subscriptions.c.team_id, subscriptions.c.channel_id, subscriptions.c.show
+        )
+        if team_id is not None:
+            stmt = stmt.where(subscriptions.c.team_id == team_id)
+        if channel_id is not None:
+            stmt = stmt.where(subscriptions.c.channel_id == channel_id)
+        if show is not None:
+            stmt = stmt.where(subscriptions.c.show == show)
+        if not include_paused:
+            stmt = stmt.where(subscriptions.c.paused_reason.is_(None))
+        if not include_unsubscribed:
+            stmt = stmt.where(subscriptions.c.unsubscribed_at.is_(None))
+        with self._db.transaction("listing subscriptions", write=False) as conn:
+            return [_subscription(row) for row in conn.execute(stmt)]
+
+    def pause_subscriptions(
+        self, team_id: str, channel_id: str, reason: str, now: datetime
+    ) -> list[Subscription]:
+        """Pause the channel's active subscriptions and return those this call paused.
+
+        One statement (UPDATE … RETURNING): of two processes pausing the same channel at
+        once, only one gets the rows back, so whoever set them up is told once.
+        """
+        now = aware(now, "now")
+        with self._db.transaction(f"pausing {channel_id}") as conn:
+            rows = conn.execute(
+                sa.update(subscriptions)
+                .where(
+                    subscriptions.c.team_id == team_id,
+                    subscriptions.c.channel_id == channel_id,
+                    subscriptions.c.paused_reason.is_(None),
+                    subscriptions.c.unsubscribed_at.is_(None),
+                )
+                .values(paused_reason=reason or "paused", paused_at=now)
+                .returning(*subscriptions.c)
+            ).all()
+        return sorted((_subscription(row) for row in rows), key=lambda sub: sub.show)

@@ -1,0 +1,108 @@
+"""The episode upsert, decided: new, changed or unchanged, and the date of an undated item.
+
+Pure: it takes what the store has for a poll's guids (:class:`StoredEpisode`), the parsed
+episodes and ``now``, and returns :class:`UpsertIntents` — rows to insert, rows to
+overwrite, rows to re-date — with the :class:`UpsertResult` of each episode. The store reads
+the state (``Store.state_for_update``) and applies the intents (``Store.apply_intents``);
+``Store.upsert_episodes`` does the three in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+
+from digests.models import Episode
+from digests.types import (
+    EpisodeIdentity,
+    EpisodeStatus,
+    EpisodeWrite,
+    Redate,
+    StoredEpisode,
+    UpsertIntents,
+    UpsertResult,
+    is_undated,
+)
+
+
+def episode_identity(episode: Episode) -> EpisodeIdentity:
+    """(show, guid) as the store keys it: without NUL, which PostgreSQL text refuses.
+
+    Two guids that differ only by a NUL are one episode, the last copy winning.
+    """
+    return (episode.show.replace("\x00", ""), episode.guid.replace("\x00", ""))
+
+
+def latest_copies(episodes: Iterable[Episode]) -> dict[EpisodeIdentity, Episode]:
+    """One episode per identity, the last copy winning, in the order first seen."""
+    batch: dict[EpisodeIdentity, Episode] = {}
+    for episode in episodes:
+        batch[episode_identity(episode)] = episode
+    return batch
+
+
+def _dates(
+    batch: Mapping[EpisodeIdentity, Episode],
+    stored: Mapping[EpisodeIdentity, StoredEpisode],
+    now: datetime,
+) -> tuple[dict[EpisodeIdentity, datetime], list[EpisodeIdentity]]:
+    """The date each undated episode gets, and those stored undated that get repaired.
+
+    An episode the feed gives no usable date is dated when the bot first saw it and keeps
+    that date on later polls: otherwise it would be posted as 1970 and fall outside every
+    "recent" list and weekly recap.
+    """
+    dates: dict[EpisodeIdentity, datetime] = {}
+    repaired: list[EpisodeIdentity] = []
+    # In feed order (newest first, by convention), which the dates given here keep.
+    undated = [key for key, episode in batch.items() if is_undated(episode.published_at)]
+    for order, key in enumerate(undated):
+        row = stored.get(key)
+        if row is None:
+            # New ones a microsecond apart: a feed without dates still has a newest item,
+            # so the first poll posts the newest `backfill`, not all of them.
+            dates[key] = now - timedelta(microseconds=order)
+        elif is_undated(row.published_at):
+            # Stored before undated episodes got their first-seen date.
+            dates[key] = row.first_seen_at
+            repaired.append(key)
+        else:
+            dates[key] = row.published_at
+    return dates, repaired
+
+
+def decide_upsert(
+    stored: Mapping[EpisodeIdentity, StoredEpisode],
+    episodes: Iterable[Episode],
+    now: datetime,
+) -> UpsertIntents:
+    """What storing ``episodes`` means, given what the store has for them (``stored``).
+
+    'changed' when the content hash differs. The hash is of the episode as the feed has
+    it, so an undated episode is not 'changed' on every poll; the results and the written
+    rows carry the date as stored.
+    """
+    batch = latest_copies(episodes)
+    dates, repaired = _dates(batch, stored, now)
+    inserts: list[EpisodeWrite] = []
+    updates: list[EpisodeWrite] = []
+    results: list[UpsertResult] = []
+    for key, episode in batch.items():
+        content_hash = episode.content_hash()
+        if key in dates:
+            episode = episode.model_copy(update={"published_at": dates[key]})
+        row = stored.get(key)
+        if row is None:
+            inserts.append(EpisodeWrite(episode, content_hash))
+            status = EpisodeStatus.NEW
+        elif row.content_hash != content_hash:
+            updates.append(EpisodeWrite(episode, content_hash, row.id))
+            status = EpisodeStatus.CHANGED
+        else:
+            status = EpisodeStatus.UNCHANGED
+        results.append(UpsertResult(episode=episode, status=status))
+    updated = {write.id for write in updates}
+    redates = tuple(
+        Redate(stored[key].id, dates[key]) for key in repaired if stored[key].id not in updated
+    )
+    return UpsertIntents(tuple(inserts), tuple(updates), redates, tuple(results))
