@@ -90,8 +90,16 @@ class OwnerLock:
         with _live_lock:
             _live_owners.discard(self.owner)
         if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+            try:
+                # Unlock before closing: the server ends a closed session when it gets to
+                # it, and until then another process would still find the owner alive.
+                self._conn.execute(sa.select(sa.func.pg_advisory_unlock(advisory_key(self.owner))))
+                self._conn.commit()
+            except sa.exc.SQLAlchemyError:
+                pass  # the connection is gone, and the lock with it
+            finally:
+                self._conn.close()
+                self._conn = None
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
