@@ -1,4 +1,4 @@
-"""Every public store method, facade and ledger, turns a database failure into one line.
+"""Every public store method (facade, ledger, PR details) turns a database failure into one line.
 
 The method lists are read off the classes, so a new public method that nobody listed here
 fails ``test_every_public_method_is_covered`` until it has a call (and so a translation).
@@ -20,7 +20,8 @@ from digests.errors import StoreError
 from digests.models import Episode
 from digests.store import Store
 from digests.store.ledger import Ledger, LedgerRow, NewRow
-from digests.types import EpisodeWrite, FetchState, LedgerState, UpsertIntents
+from digests.store.pr_details import PrDetailsStore
+from digests.types import EpisodeWrite, FetchState, LedgerState, PrDetails, UpsertIntents
 from tests.fixtures.store import POSTGRES_ENV, postgres_schema
 
 NOW = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)
@@ -98,6 +99,13 @@ LEDGER_WITHOUT_ERRORS = {"for_store", "is_postgres"}
 LEDGER_SQLITE_ONLY_LOCAL = {"namespace", "owner_alive"}
 
 
+PrDetailsCall = Callable[[PrDetailsStore], object]
+PR_DETAILS_CALLS: dict[str, PrDetailsCall] = {
+    "get": lambda prs: prs.get([("pytorch/pytorch", 1)]),
+    "save": lambda prs: prs.save([PrDetails("pytorch/pytorch", 1, title="One")]),
+}
+
+
 def public(cls: type) -> set[str]:
     return {name for name, _ in inspect.getmembers(cls) if not name.startswith("_")}
 
@@ -105,6 +113,7 @@ def public(cls: type) -> set[str]:
 def test_every_public_method_is_covered() -> None:
     assert public(Store) == set(STORE_CALLS) | STORE_WITHOUT_ERRORS
     assert public(Ledger) == set(LEDGER_CALLS) | LEDGER_WITHOUT_ERRORS
+    assert public(PrDetailsStore) == set(PR_DETAILS_CALLS)
 
 
 FAILURES = ["connections refused", "statements fail", "statements refused"]
@@ -194,6 +203,16 @@ def test_ledger_method_fails_in_one_line(name: str, failing: tuple[Store, sa.Con
         return
     with pytest.raises(StoreError) as caught:
         LEDGER_CALLS[name](ledger, conn)
+    assert_one_line(caught)
+
+
+@pytest.mark.parametrize("name", sorted(public(PrDetailsStore)))
+def test_pr_details_method_fails_in_one_line(
+    name: str, failing: tuple[Store, sa.Connection]
+) -> None:
+    store, _ = failing
+    with pytest.raises(StoreError) as caught:
+        PR_DETAILS_CALLS[name](PrDetailsStore(store))
     assert_one_line(caught)
 
 

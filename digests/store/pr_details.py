@@ -9,8 +9,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
+from digests.store import Store
 from digests.store.schema import pr_details
-from digests.store.store import Store
 from digests.types import PrDetails, PrKey
 
 # Well under SQLite's bound-parameter limit (11 columns a row on save).
@@ -64,7 +64,7 @@ class PrDetailsStore:
     """PR details in ``store``'s database; failures leave as the store's ``StoreError``."""
 
     def __init__(self, store: Store) -> None:
-        self._store = store
+        self._db = store._db  # the store package's one Database (transactions, errors)
 
     def get(self, keys: Iterable[PrKey]) -> dict[PrKey, PrDetails]:
         by_repo: dict[str, list[int]] = {}
@@ -73,7 +73,7 @@ class PrDetailsStore:
         found: dict[PrKey, PrDetails] = {}
         if not by_repo:
             return found
-        with self._store._tx("reading PR details", write=False) as conn:
+        with self._db.transaction("reading PR details", write=False) as conn:
             for repo, numbers in by_repo.items():
                 for start in range(0, len(numbers), _CHUNK):
                     chunk = numbers[start : start + _CHUNK]
@@ -91,8 +91,8 @@ class PrDetailsStore:
         rows = list({d.key: _values(d) for d in details}.values())
         if not rows:
             return
-        dialect = pg_dialect if self._store.dialect == "postgresql" else sqlite_dialect
-        with self._store._tx(f"saving {len(rows)} PR details") as conn:
+        dialect = pg_dialect if self._db.dialect == "postgresql" else sqlite_dialect
+        with self._db.transaction(f"saving {len(rows)} PR details") as conn:
             for start in range(0, len(rows), _CHUNK):
                 stmt = dialect.insert(pr_details)
                 stmt = stmt.on_conflict_do_update(
