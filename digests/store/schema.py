@@ -13,6 +13,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
+from digests.types import LedgerState
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -153,7 +155,7 @@ deliveries = sa.Table(
     # The show an episode delivery belongs to (NULL for other kinds, and for rows from
     # before migration 0004 whose key names no known show).
     sa.Column("show", sa.String(200)),
-    sa.Column("state", sa.String(16), nullable=False, server_default="pending"),
+    sa.Column("state", sa.String(16), nullable=False, server_default=LedgerState.PENDING.value),
     sa.Column("ts", sa.String(32)),
     sa.Column("thread_ts", sa.String(32)),
     sa.Column("content_hash", sa.String(64)),
@@ -166,7 +168,7 @@ deliveries = sa.Table(
     sa.UniqueConstraint("team_id", "channel_id", "kind", "key"),
     sa.Index(None, "state"),
     sa.CheckConstraint(
-        "state IN ('pending', 'posting', 'posted', 'failed', 'paused')", name="state"
+        "state IN (" + ", ".join(f"'{state.value}'" for state in LedgerState) + ")", name="state"
     ),
 )
 

@@ -2,7 +2,8 @@
 changed) and the listener-path reads, on SQLite and (when ``DIGESTBOT_TEST_POSTGRES_URL`` is
 set) PostgreSQL in a throw-away schema. Run: ``python -m tests.benchmarks.bench_store``.
 
-Prints medians, statements issued, and the ratio of a naive one-query-per-episode check of
+Prints medians (an unchanged upsert also split into its state read and its pure decision),
+statements issued, and the ratio of a naive one-query-per-episode check of
 the same unchanged feed to ours.
 """
 
@@ -23,6 +24,7 @@ import sqlalchemy as sa
 from digests.models import Episode, PullRequestRef
 from digests.store import Store
 from digests.store.schema import episodes, shows
+from digests.update import decide_upsert
 from tests.fixtures.store import postgres_schema
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
@@ -96,6 +98,10 @@ def run(url: str, label: str, count: int, repeat: int) -> None:
         with counting(store) as statements:
             store.upsert_episodes(batch, NOW)
         naive = timed(lambda: naive_unchanged_check(store, batch), max(1, repeat // 2))
+        # The two halves of an unchanged upsert: reading the state, and the pure decision.
+        read_state = timed(lambda: store.state_for_update(batch), repeat)
+        state = store.state_for_update(batch)
+        decide = timed(lambda: decide_upsert(state, batch, NOW), repeat)
 
         edited = [make(n, " (edited)") if n % 100 == 0 else make(n) for n in range(count)]
         start = time.perf_counter()
@@ -117,6 +123,8 @@ def run(url: str, label: str, count: int, repeat: int) -> None:
             f"upsert, all unchanged    {unchanged * 1000:9.1f} ms"
             f"  ({len(statements)} SQL statements)"
         )
+        print(f"  of which state read    {read_state * 1000:9.1f} ms")
+        print(f"  of which decide (pure) {decide * 1000:9.1f} ms")
         print(
             f"naive per-episode check  {naive * 1000:9.1f} ms"
             f"  (ratio naive/ours {naive / unchanged:.1f}x)"
