@@ -2,10 +2,10 @@
 
 ``Store.open(url)`` gives a migrated store. One class per aggregate, each over the one
 :class:`~digests.store.database.Database` (engine, transactions, migrations, the error
-translator): ``shows.py``, ``episodes.py`` (upsert intents), ``queries.py``, ``search.py``,
-``subscriptions.py``; the delivery ledger (``ledger.py``, with ``locks.py``) works on
-``Store.engine``. Tables are in ``schema.py``, migrations in ``migrations/``. Test fixtures:
-``tests/fixtures/store.py``.
+translator): ``shows.py``, ``episodes.py`` (upsert state and intents), ``queries.py``,
+``search.py``, ``subscriptions.py``. Beside the facade, on the same database: the delivery
+ledger (``ledger.py``, ``locks.py``, ``ledger_writer.py``) and ``pr_details.py``. Tables are
+in ``schema.py``, migrations in ``migrations/``. Test fixtures: ``tests/fixtures/store.py``.
 """
 
 from __future__ import annotations
