@@ -162,7 +162,7 @@ def recap_job(
     clock: Callable[[], datetime] = _utcnow,
     grace: timedelta = RECAP_GRACE,
 ) -> Callable[[AsyncIOScheduler], None]:
-    """What ``build_scheduler(..., extra_jobs=[...])`` calls to add the weekly recap job."""
+    """What ``Clock(..., extra_jobs=[...])`` calls to add the weekly recap job."""
 
     async def run() -> None:
         await post_recaps(settings, store, deliverer, renderer, clock())
