@@ -247,7 +247,14 @@ def test_when_one_clock_dies_mid_fan_out_the_other_finishes_it(
     # starts: that one (usually) finds the show busy and has nothing of its own to deliver.
     url = feed_server.route("/feed.xml", feed, etag='"v1"', delay=1.5)
     env = env_for(db_url, write_config(tmp_path / "digestbot.toml", url, channels), slack_fake)
-    slack_fake.latency = 0.1  # 120 channels x 2 calls / 20 at once, paced: seconds of fan-out
+    slack_fake.latency = 0.2  # 120 channels x 2 calls / 20 at once, paced: seconds of fan-out
+    # Opened (and migrated) before the clocks start, so reading the ledger between seeing
+    # the fan-out and the kill costs a query, not a Store.open: on a loaded machine the
+    # fan-out could finish in that gap.
+    reader = Store.open(db_url)
+
+    def ledger_now() -> list[LedgerRow]:
+        return [r for r in Ledger.for_store(reader).all_rows() if r.kind == "episode"]
 
     clocks = {}
     for _ in range(2):
@@ -258,14 +265,14 @@ def test_when_one_clock_dies_mid_fan_out_the_other_finishes_it(
             for proc in clocks.values():
                 proc.send_signal(signal.SIGTERM)
             pytest.fail(f"no fan-out: {[p.communicate(timeout=60) for p in clocks.values()]}")
-        owners = Counter(int(r.owner.split(":")[1]) for r in episode_rows(db_url) if r.owner)
+        owners = Counter(int(r.owner.split(":")[1]) for r in ledger_now() if r.owner)
         assert set(owners) <= set(clocks), owners
         victim = clocks[owners.most_common(1)[0][0]]  # the clock fanning out
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=10)
         survivor = next(p for p in clocks.values() if p is not victim)
         posted_at_kill = top_level_posts(slack_fake)
-        unfinished = [r for r in episode_rows(db_url) if r.state != "posted"]
+        unfinished = [r for r in ledger_now() if r.state != "posted"]
         assert posted_at_kill < len(channels) and unfinished, "the kill came too late"
         assert survivor.poll() is None
 
@@ -279,6 +286,7 @@ def test_when_one_clock_dies_mid_fan_out_the_other_finishes_it(
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
         outputs = {pid: proc.communicate(timeout=60) for pid, proc in clocks.items()}
+        reader.close()
     assert survivor.returncode == 0, outputs[survivor.pid]
 
     assert {c: thread_shape(slack_fake, c) for c in channels} == dict.fromkeys(
