@@ -3,13 +3,16 @@
 Shared by the poll (``bot.pipeline``) and the CLI's ``parse`` / ``render``; nothing here
 touches the store or Slack. Parsing a feed near the size cap takes seconds of CPU, so
 ``read_feed`` runs parse + extract in a worker thread: the event loop (slash commands,
-other shows' fetches) keeps going meanwhile, and the input is already bounded by the
-fetch's ``max_bytes``.
+other shows' fetches) keeps going meanwhile. Each parse's input is bounded by the fetch's
+``max_bytes``, and the parses at once by a ``parse_limit()`` gate: CPU-bound work beyond
+the cores only queues, and the thread pool stays free for the store's calls and the slash
+commands' answers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 
 import httpx
@@ -18,6 +21,16 @@ from digests.extract import build_episodes
 from digests.fetch import FetchResult, fetch
 from digests.models import Episode, ParsedSource
 from digests.parse import parse_bytes
+
+
+def parse_concurrency() -> int:
+    """How many feeds may be parsed at once: a core each, at most four, so the default thread
+    pool (``min(32, cores + 4)`` workers) always has workers left for everything else."""
+    return min(os.cpu_count() or 1, 4)
+
+
+def parse_limit() -> asyncio.Semaphore:
+    return asyncio.Semaphore(parse_concurrency())
 
 
 @dataclass(frozen=True)
@@ -68,10 +81,17 @@ def _parse_and_extract(fetched: FetchResult, location: str, show: str, repo: str
 
 
 async def read_feed(
-    client: httpx.AsyncClient, request: FeedRequest, *, show: str, repo: str
+    client: httpx.AsyncClient,
+    request: FeedRequest,
+    *,
+    show: str,
+    repo: str,
+    parse_gate: asyncio.Semaphore | None = None,
 ) -> FeedRead:
-    """Fetch, then parse and extract off the event loop (see the module docstring)."""
+    """Fetch, then parse and extract off the event loop, within ``parse_gate`` (see the
+    module docstring)."""
     fetched = await fetch_feed(client, request)
     if fetched.status != "ok":
         return FeedRead(fetched)
-    return await asyncio.to_thread(_parse_and_extract, fetched, request.location, show, repo)
+    async with parse_gate or parse_limit():
+        return await asyncio.to_thread(_parse_and_extract, fetched, request.location, show, repo)

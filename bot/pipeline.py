@@ -29,7 +29,7 @@ import httpx
 
 from bot.delivery import Deliverer, Delivery, DeliveryReport
 from bot.enrichment import start_enrichment
-from bot.ingest import FeedRead, FeedRequest, read_feed
+from bot.ingest import FeedRead, FeedRequest, parse_limit, read_feed
 from bot.outbox import Outbox
 from bot.plan import (
     active_subscriptions,
@@ -187,8 +187,12 @@ async def poll_show(
     http_client: httpx.AsyncClient,
     show: ShowConfig,
     now: datetime,
+    *,
+    parse_gate: asyncio.Semaphore | None = None,
 ) -> PollResult:
-    """Phases 1–4 for one show: fetch, parse, extract and store its feed; record how it went."""
+    """Phases 1–4 for one show: fetch, parse, extract and store its feed; record how it went.
+
+    ``parse_gate`` bounds the parses at once (see ``bot.ingest``)."""
     before = await _db(lambda: store.fetch_state(show.name))
     request = FeedRequest(
         settings.feed_location(show),
@@ -197,7 +201,9 @@ async def poll_show(
         last_modified=before.last_modified,
     )
     try:
-        read = await read_feed(http_client, request, show=show.name, repo=show.repo)
+        read = await read_feed(
+            http_client, request, show=show.name, repo=show.repo, parse_gate=parse_gate
+        )
         upserts = (
             await _db(lambda: store_episodes(store, read.episodes, now))
             if read.fetched.status == "ok"
@@ -306,6 +312,7 @@ class Cycle:
     deliverer: Deliverer
     renderer: Renderer
     gate: asyncio.Semaphore
+    parse_gate: asyncio.Semaphore
 
     async def show(self, show: ShowConfig) -> ShowPlan:
         """Phases 1–6 for one show, within the gate and under its lock (PostgreSQL)."""
@@ -324,7 +331,14 @@ class Cycle:
 
     async def _poll_and_plan(self, show: ShowConfig) -> ShowPlan:
         try:
-            poll = await poll_show(self.settings, self.store, self.http_client, show, self.now)
+            poll = await poll_show(
+                self.settings,
+                self.store,
+                self.http_client,
+                show,
+                self.now,
+                parse_gate=self.parse_gate,
+            )
             stopped = tuple(self.deliverer.stopped_teams)
             ledger = self.deliverer.ledger
             return await _db(
@@ -349,12 +363,14 @@ async def run_once(
     renderer: Renderer | None = None,
     shows: Sequence[ShowConfig] | None = None,
     poll_gate: asyncio.Semaphore | None = None,
+    parse_gate: asyncio.Semaphore | None = None,
     github: GitHubClient | None = None,
 ) -> RunReport:
     """Poll every configured show (or ``shows``), decide, and deliver; one cycle.
 
-    ``poll_gate`` bounds the shows in flight; the scheduler shares one across its jobs, and
-    one ``github`` client (else the cycle makes its own when GitHub is enabled).
+    ``poll_gate`` bounds the shows in flight and ``parse_gate`` the feeds parsed at once; the
+    scheduler shares one of each across its jobs, and one ``github`` client (else the cycle
+    makes its own when GitHub is enabled).
     """
     own = deliverer is None
     deliverer = deliverer or Deliverer(store, outbox)
@@ -368,6 +384,7 @@ async def run_once(
             deliverer,
             renderer or Renderer(settings.templates_dir, tz=settings.tz),
             poll_gate or poll_limit(deliverer.ledger),
+            parse_gate or parse_limit(),
         )
         plans = await asyncio.gather(
             *(cycle.show(s) for s in (shows if shows is not None else settings.shows))

@@ -29,6 +29,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from bot.delivery import Deliverer
 from bot.delivery.paced import TRANSIENT
 from bot.enrichment import GitHubSession
+from bot.ingest import parse_limit
 from bot.outbox import Outbox, classify, make_outbox
 from bot.poll import RunReport, Sweeper, poll_limit, run_once
 from bot.recap import recap_job
@@ -113,6 +114,7 @@ class Clock:
         self.running: set[asyncio.Task[object]] = set()
         # Jobs that fire together (every show at start-up) share one bound on shows in flight.
         self._gate = poll_limit(self.deliverer.ledger)
+        self._parse_gate = parse_limit()
         for show in settings.shows:
             self._add_poll(show)
         if sweep_seconds is not None:
@@ -177,6 +179,7 @@ class Clock:
                 renderer=self.renderer,
                 shows=[show],
                 poll_gate=self._gate,
+                parse_gate=self._parse_gate,
                 github=self.github.client(),
             )
         except Exception:  # a job must never die: log it, try again next interval
