@@ -587,6 +587,8 @@ def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
                     "pull_requests": tuple(found),
                     "nearby": nearby(entry.nearby) if entry.nearby else (),
                     "transcript": text,
+                    "transcript_links": entry.transcripts,
+                    "chapters_url": entry.chapters_url,
                 }
             )
         )

@@ -45,6 +45,22 @@ class PrInfo:
     rank: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class TranscriptLink:
+    """A ``<podcast:transcript>`` an item links: where its full text is, and in what form
+    (``text/vtt``, ``application/x-subrip``, ``application/json``, ``text/html``,
+    ``text/plain``; lower-cased, parameters cut)."""
+
+    url: str
+    type: str = ""
+    language: str | None = None
+
+
+# Fields that say where more text may be had, not what a reader sees: a digest is not
+# stale because they appeared.
+_NOT_SHOWN = frozenset({"guid", "show", "transcript_links", "chapters_url"})
+
+
 class Episode(_Frozen):
     """One episode as digestbot understands it (the contract behind ``parse --json``)."""
 
@@ -63,6 +79,8 @@ class Episode(_Frozen):
     # Attached from stored GitHub details just before rendering; never part of the JSON
     # (``parse --json``) and absent from what the store hashes.
     pr_info: tuple[PrInfo, ...] = Field(default=(), exclude=True, repr=False)
+    transcript_links: tuple[TranscriptLink, ...] = ()
+    chapters_url: str | None = None
 
     @field_validator("published_at")
     @classmethod
@@ -77,7 +95,7 @@ class Episode(_Frozen):
         PR details count when attached (a title arriving, open → merged), so the posted
         digest is edited; without them the hash is the feed's alone, as before details.
         """
-        digest = hashlib.sha256(self.model_dump_json(exclude={"guid", "show"}).encode())
+        digest = hashlib.sha256(self.model_dump_json(exclude=set(_NOT_SHOWN)).encode())
         if self.pr_info:
             digest.update(repr(self.pr_info).encode())
         return digest.hexdigest()
@@ -101,15 +119,18 @@ class RawEntry:
     audio_url: str | None = None
     nearby: tuple[str, ...] = ()
     show: str | None = None
+    transcripts: tuple[TranscriptLink, ...] = ()
+    chapters_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedSource:
     """A parsed feed or page: the show name it claims (if any) and its raw entries."""
 
-    kind: str  # "rss" | "atom" | "page-text" | "page-html"
+    kind: str  # "rss" | "atom" | "json-feed" | "page-text" | "page-html"
     show_title: str | None = None
     entries: tuple[RawEntry, ...] = ()
+    link: str | None = None  # the show's own page (channel <link>, home_page_url)
 
 
 class RecapEpisode(_Frozen):

@@ -1,4 +1,5 @@
-"""Parsing: bytes of a feed or page → ``ParsedSource``; detection by content, not name.
+"""Parsing: bytes of a feed (RSS, Atom, JSON Feed) or page → ``ParsedSource``; detection by
+content, not name.
 
 CONTRACT: ``parse_bytes(data: bytes, source: str, content_type: str | None = None) ->
 ParsedSource`` raising ``FeedParseError``; then ``digests.extract.build_episodes(parsed, show,
@@ -16,6 +17,7 @@ from lxml import etree
 from digests.errors import FeedParseError
 from digests.models import ParsedSource
 from digests.parse.feeds import read_feed
+from digests.parse.jsonfeed import looks_json_feed, read_json_feed
 from digests.parse.pages import read_html, read_text_layout, text_page_entry
 from digests.parse.text import html_parser
 from digests.redact import without_userinfo
@@ -85,6 +87,12 @@ def parse_bytes(data: bytes, source: str, content_type: str | None = None) -> Pa
                 raise
         # Not well-formed and not a feed root: HTML that skipped <html>, or junk.
         return _parse_html(_text(data, encoding, content_type), source)
+    if head.startswith("{"):
+        text = _text(data, encoding, content_type)
+        parsed = read_json_feed(text, source, claimed=looks_json_feed(head))
+        if parsed is not None:
+            return parsed
+        return _parse_text(text, source)
     return _parse_text(_text(data, encoding, content_type), source)
 
 

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from lxml import etree
 
 from digests.errors import FeedParseError
-from digests.models import ParsedSource, RawEntry
+from digests.models import ParsedSource, RawEntry, TranscriptLink
+from digests.parse.links import feed_base, resolve
 from digests.parse.text import (
     MAX_ENTRIES,
     MAX_TITLE,
@@ -51,6 +52,7 @@ _RSS_FIELDS: dict[tuple[str | None, str], str] = {
     (None, "enclosure"): "enclosure",
     ("content", "encoded"): "content",
     ("podcast", "transcript"): "podcast_transcript",
+    ("podcast", "chapters"): "podcast_chapters",
     ("itunes", "duration"): "duration",
     ("itunes", "summary"): "summary",
     ("itunes", "title"): "itunes_title",
@@ -70,8 +72,11 @@ _ATOM_FIELDS: dict[tuple[str | None, str], str] = {
     ("itunes", "duration"): "duration",
     ("itunes", "summary"): "summary",
     ("podcast", "transcript"): "podcast_transcript",
+    ("podcast", "chapters"): "podcast_chapters",
     ("media", "content"): "media",
 }
+
+_MAX_TRANSCRIPT_LINKS = 8
 
 
 def _ns_kind(uri: str) -> str | None:
@@ -126,12 +131,37 @@ def _atom_text(el: etree._Element) -> str:
     return cap(paragraphs(_text(el)))
 
 
-def _audio(el: etree._Element) -> str | None:
+def _href(value: str, el: etree._Element, base: str | None) -> str | None:
+    """``value`` (a link in ``el``) resolved against the ``xml:base`` in force there, then
+    the feed's own URL; lxml computes ``.base`` only for the rare relative link."""
+    value = value.strip()
+    if value.startswith(("http://", "https://")):
+        return value
+    return resolve(value, base, el.base)
+
+
+def _audio(el: etree._Element, base: str | None) -> str | None:
     url = (el.get("url") or el.get("href") or "").strip()
     kind = (el.get("type") or "").lower()
     if url and (not kind or kind.startswith(("audio/", "video/"))):
-        return url
+        return _href(url, el, base)
     return None
+
+
+def _transcript_link(el: etree._Element, base: str | None) -> TranscriptLink | None:
+    """A ``<podcast:transcript url type>`` as a link, its type lower-cased without
+    parameters (``text/html; charset=utf-8`` is ``text/html``)."""
+    url = _href(el.get("url") or "", el, base)
+    if url is None:
+        return None
+    kind = (el.get("type") or "").split(";", 1)[0].strip().lower()[:100]
+    language = (el.get("language") or "").strip()[:35] or None
+    return TranscriptLink(url=url[:MAX_TITLE], type=kind, language=language)
+
+
+def _chapters_link(el: etree._Element, base: str | None) -> str | None:
+    url = _href(el.get("url") or "", el, base)
+    return url[:MAX_TITLE] if url else None
 
 
 # Items of every RSS flavour (any namespace) and Atom entries: the elements read as the
@@ -184,7 +214,7 @@ def _read_feed(data: bytes, source: str, options: dict[str, bool]) -> ParsedSour
     try:
         for _, el in events:
             if stream is None:
-                stream = _Stream(el.getroottree().getroot(), source)
+                stream = _Stream(el.getroottree().getroot(), source, feed_base(source))
             if not stream.add(el):
                 break
     except (etree.ParserError, ValueError) as err:
@@ -204,11 +234,11 @@ def read_tree(root: etree._Element, source: str) -> ParsedSource | None:
     tag = root.tag if isinstance(root.tag, str) else ""
     local = tag.rsplit("}", 1)[-1].lower()
     if local in ("rss", "rdf"):
-        return parse_rss(root, source)
+        return parse_rss(root, source, feed_base(source))
     if local == "feed":
         if tag != _ATOM + "feed":
             raise FeedParseError(source, f"unsupported Atom version (root {tag!r})")
-        return parse_atom(root, source)
+        return parse_atom(root, source, feed_base(source))
     if local == "html":
         return None
     raise FeedParseError(source, f"XML but not a feed (root element <{local or '?'}>)")
@@ -223,9 +253,10 @@ class _Stream:
     """Entries of one feed as they stream in: the same items and rules as ``parse_rss``
     and ``parse_atom`` (RSS items in <channel> or beside it, Atom entries in <feed>)."""
 
-    def __init__(self, root: etree._Element, source: str) -> None:
+    def __init__(self, root: etree._Element, source: str, base: str | None) -> None:
         self.root = root
         self.source = source
+        self.base = base
         tag = root.tag if isinstance(root.tag, str) else ""
         local = tag.rsplit("}", 1)[-1].lower()
         self.atom = tag == _ATOM + "feed"
@@ -236,6 +267,7 @@ class _Stream:
         self.fields = _Fields(_ATOM_FIELDS if self.atom else _RSS_FIELDS)
         self.entries: list[RawEntry] = []
         self.show_title: str | None = None
+        self.link: str | None = None
         self._titled = False
 
     def add(self, el: etree._Element) -> bool:
@@ -248,9 +280,13 @@ class _Stream:
             self._titled = True
             if not self.atom and _channel(self.root) is None:
                 raise FeedParseError(self.source, "RSS document has no <channel>")
-            self.show_title = self._title(parent)
+            self.show_title, self.link = self._head(parent)
         try:
-            entry = _atom_entry(el, self.fields) if self.atom else _rss_item(el, self.fields)
+            entry = (
+                _atom_entry(el, self.fields, self.base)
+                if self.atom
+                else _rss_item(el, self.fields, self.base)
+            )
         except ValueError:
             # One item we cannot read must not cost the reader the whole feed.
             entry = None
@@ -272,26 +308,57 @@ class _Stream:
         ptag = parent.tag if isinstance(parent.tag, str) else ""
         return parent.getparent() is self.root and ptag.rsplit("}", 1)[-1].lower() == "channel"
 
-    def _title(self, head: etree._Element) -> str | None:
+    def _head(self, head: etree._Element) -> tuple[str | None, str | None]:
+        """The show's title and link from the elements before (or after) the entries."""
         if self.atom:
-            for el in head:
-                if el.tag == _ATOM + "title":
-                    return squash(_atom_text(el))[:MAX_TITLE] or None
-            return None
+            return _atom_head(head, self.base)
         channel = head if head is not self.root else _channel(self.root)
         if channel is None:
-            return None
-        for el in channel:
-            tag = el.tag
-            if isinstance(tag, str) and tag.rsplit("}", 1)[-1].lower() == "title":
-                return squash(_text(el))[:MAX_TITLE] or None
-        return None
+            return None, None
+        return _rss_head(channel, self.base)
 
     def result(self) -> ParsedSource:
-        if self.show_title is None:
+        if self.show_title is None or self.link is None:
             # A title after the entries (rare, but valid) is still in the tree.
-            self.show_title = self._title(self.root)
-        return _source(self.kind, self.show_title, self.entries)
+            title, link = self._head(self.root)
+            self.show_title = self.show_title or title
+            self.link = self.link or link
+        return _source(self.kind, self.show_title, self.entries, self.link)
+
+
+def _rss_head(channel: etree._Element, base: str | None) -> tuple[str | None, str | None]:
+    title: str | None = None
+    link: str | None = None
+    for el in channel:
+        tag = el.tag
+        if not isinstance(tag, str):
+            continue
+        local = tag.rsplit("}", 1)[-1].lower()
+        if local == "title" and title is None:
+            title = squash(_text(el))[:MAX_TITLE] or None
+        elif local == "link" and link is None and (tag[0] != "{" or _is_rss_ns(tag)):
+            link = _href(squash(_text(el))[:MAX_TITLE], el, base)
+    return title, link
+
+
+def _is_rss_ns(tag: str) -> bool:
+    # RSS 1.0 puts <link> in its namespace; an atom:link rel="self" is not the show's page.
+    return _ns_kind(tag[1:].partition("}")[0]) == "rss"
+
+
+def _atom_head(feed: etree._Element, base: str | None) -> tuple[str | None, str | None]:
+    title: str | None = None
+    link: str | None = None
+    for el in feed:
+        if el.tag == _ATOM + "title" and title is None:
+            title = squash(_atom_text(el))[:MAX_TITLE] or None
+        elif (
+            el.tag == _ATOM + "link"
+            and link is None
+            and (el.get("rel") or "alternate").strip().lower() == "alternate"
+        ):
+            link = _href(el.get("href") or "", el, base)
+    return title, link
 
 
 def _channel(root: etree._Element) -> etree._Element | None:
@@ -301,12 +368,12 @@ def _channel(root: etree._Element) -> etree._Element | None:
     return None
 
 
-def parse_rss(root: etree._Element, source: str) -> ParsedSource:
+def parse_rss(root: etree._Element, source: str, base: str | None = None) -> ParsedSource:
     channel = _channel(root)
     if channel is None:
         raise FeedParseError(source, "RSS document has no <channel>")
     fields = _Fields(_RSS_FIELDS)
-    show_title: str | None = None
+    show_title, link = _rss_head(channel, base)
     entries: list[RawEntry] = []
     # Items normally sit in <channel>; RSS 0.9x/1.0-style feeds put them beside it.
     containers = [channel, root]
@@ -320,25 +387,29 @@ def parse_rss(root: etree._Element, source: str) -> ParsedSource:
                 if len(entries) >= MAX_ENTRIES:
                     break
                 try:
-                    entry = _rss_item(el, fields)
+                    entry = _rss_item(el, fields, base)
                 except ValueError:
                     # One item we cannot read must not cost the reader the whole feed.
                     entry = None
                 if entry is not None:
                     entries.append(entry)
-            elif local == "title" and container is channel and show_title is None:
-                show_title = squash(_text(el))[:MAX_TITLE] or None
-    return _source("rss", show_title, entries)
+    return _source("rss", show_title, entries, link)
 
 
-def _source(kind: str, show_title: str | None, entries: list[RawEntry]) -> ParsedSource:
-    return ParsedSource(kind=kind, show_title=show_title, entries=tuple(entries))
+def _source(
+    kind: str, show_title: str | None, entries: list[RawEntry], link: str | None = None
+) -> ParsedSource:
+    return ParsedSource(kind=kind, show_title=show_title, entries=tuple(entries), link=link)
 
 
-def _rss_item(item: etree._Element, fields: _Fields) -> RawEntry | None:
+def _rss_item(item: etree._Element, fields: _Fields, base: str | None = None) -> RawEntry | None:
     f: dict[str, str] = {}
     audio: str | None = None
-    link: str | None = None
+    raw_link: str | None = None
+    link_el: etree._Element | None = None
+    atom_link: etree._Element | None = None
+    transcripts: list[TranscriptLink] = []
+    chapters: str | None = None
     permalink = False
     for child in item:
         field = fields[child.tag]
@@ -346,10 +417,16 @@ def _rss_item(item: etree._Element, fields: _Fields) -> RawEntry | None:
             continue
         if field == "enclosure" or field == "media":
             if audio is None:
-                audio = _audio(child)
+                audio = _audio(child, base)
         elif field == "atom_link":
-            if link is None and (child.get("rel") or "alternate") == "alternate":
-                link = (child.get("href") or "").strip() or None
+            if raw_link is None and (child.get("rel") or "alternate") == "alternate":
+                raw_link = (child.get("href") or "").strip() or None
+                atom_link = child
+        elif field == "podcast_transcript" or field == "podcast_chapters":
+            chapters = _podcast_link(child, field, transcripts, chapters, f, base)
+        elif field == "link":
+            if link_el is None:
+                link_el = child
         elif field not in f:
             f[field] = _text(child)
             if field == "guid" and (child.get("isPermaLink") or "true").lower() != "false":
@@ -358,15 +435,21 @@ def _rss_item(item: etree._Element, fields: _Fields) -> RawEntry | None:
     guid = squash(f.get("guid", ""))[:MAX_TITLE] or None
     if not title and not guid:
         return None
-    link = squash(f.get("link", ""))[:MAX_TITLE] or link
-    if link is None and permalink and guid and guid.startswith(("http://", "https://")):
+    link: str | None = None
+    text_link = squash(_text(link_el))[:MAX_TITLE] if link_el is not None else ""
+    if text_link and link_el is not None:
+        raw_link, link = text_link, _href(text_link, link_el, base)
+    elif raw_link and atom_link is not None:
+        link = _href(raw_link, atom_link, base)
+    if raw_link is None and permalink and guid and guid.startswith(("http://", "https://")):
         # RSS 2.0: a guid that is a permalink is the item's URL when <link> is missing.
-        link = guid
+        raw_link = link = guid
     published = squash(f.get("published") or f.get("dc_date") or "")[:200] or None
     description = to_text(f.get("description") or f.get("summary"))
     transcript = to_text(f.get("content") or f.get("podcast_transcript"))
     if guid is None:
-        guid = stable_guid(link, title, published)
+        # From the link as the feed wrote it: resolving it must not renumber the episode.
+        guid = stable_guid(raw_link, title, published)
     return RawEntry(
         guid=guid,
         title=title,
@@ -376,12 +459,35 @@ def _rss_item(item: etree._Element, fields: _Fields) -> RawEntry | None:
         duration=squash(f.get("duration", ""))[:100] or None,
         link=link,
         audio_url=audio[:MAX_TITLE] if audio else None,
+        transcripts=tuple(transcripts),
+        chapters_url=chapters,
     )
 
 
-def parse_atom(root: etree._Element, source: str) -> ParsedSource:
+def _podcast_link(
+    el: etree._Element,
+    field: str,
+    transcripts: list[TranscriptLink],
+    chapters: str | None,
+    f: dict[str, str],
+    base: str | None,
+) -> str | None:
+    """Collect a ``<podcast:transcript>`` (into ``transcripts``; its text, if any, into
+    ``f`` as before) or a ``<podcast:chapters>``; the chapters URL, first one kept."""
+    if field == "podcast_chapters":
+        return chapters or _chapters_link(el, base)
+    if "podcast_transcript" not in f:
+        f["podcast_transcript"] = _text(el)
+    if len(transcripts) < _MAX_TRANSCRIPT_LINKS:
+        found = _transcript_link(el, base)
+        if found is not None:
+            transcripts.append(found)
+    return chapters
+
+
+def parse_atom(root: etree._Element, source: str, base: str | None = None) -> ParsedSource:
     fields = _Fields(_ATOM_FIELDS)
-    show_title: str | None = None
+    show_title, link = _atom_head(root, base)
     entries: list[RawEntry] = []
     for el in root:
         tag = el.tag
@@ -389,20 +495,21 @@ def parse_atom(root: etree._Element, source: str) -> ParsedSource:
             if len(entries) >= MAX_ENTRIES:
                 break
             try:
-                entry = _atom_entry(el, fields)
+                entry = _atom_entry(el, fields, base)
             except ValueError:
                 entry = None
             if entry is not None:
                 entries.append(entry)
-        elif tag == _ATOM + "title" and show_title is None:
-            show_title = squash(_atom_text(el))[:MAX_TITLE] or None
-    return _source("atom", show_title, entries)
+    return _source("atom", show_title, entries, link)
 
 
-def _atom_entry(entry: etree._Element, fields: _Fields) -> RawEntry | None:
+def _atom_entry(entry: etree._Element, fields: _Fields, base: str | None = None) -> RawEntry | None:
     f: dict[str, str] = {}
     audio: str | None = None
     link: str | None = None
+    raw_link: str | None = None
+    transcripts: list[TranscriptLink] = []
+    chapters: str | None = None
     for child in entry:
         field = fields[child.tag]
         if field is None:
@@ -411,12 +518,14 @@ def _atom_entry(entry: etree._Element, fields: _Fields) -> RawEntry | None:
             rel = (child.get("rel") or "alternate").lower()
             href = (child.get("href") or "").strip()
             if rel == "enclosure" and audio is None:
-                audio = _audio(child)
-            elif rel == "alternate" and link is None and href:
-                link = href
+                audio = _audio(child, base)
+            elif rel == "alternate" and raw_link is None and href:
+                raw_link, link = href, _href(href, child, base)
         elif field == "media":
             if audio is None:
-                audio = _audio(child)
+                audio = _audio(child, base)
+        elif field == "podcast_transcript" or field == "podcast_chapters":
+            chapters = _podcast_link(child, field, transcripts, chapters, f, base)
         elif field not in f:
             f[field] = (
                 _atom_text(child) if field in ("title", "description", "content") else _text(child)
@@ -429,7 +538,7 @@ def _atom_entry(entry: etree._Element, fields: _Fields) -> RawEntry | None:
     description = f.get("description") or to_text(f.get("summary"))
     transcript = f.get("content") or to_text(f.get("podcast_transcript"))
     if guid is None:
-        guid = stable_guid(link, title, published)
+        guid = stable_guid(raw_link, title, published)
     return RawEntry(
         guid=guid,
         title=title,
@@ -439,4 +548,6 @@ def _atom_entry(entry: etree._Element, fields: _Fields) -> RawEntry | None:
         duration=squash(f.get("duration", ""))[:100] or None,
         link=link[:MAX_TITLE] if link else None,
         audio_url=audio[:MAX_TITLE] if audio else None,
+        transcripts=tuple(transcripts),
+        chapters_url=chapters,
     )
