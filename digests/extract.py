@@ -66,6 +66,15 @@ def _headline(text: str, names: list[tuple[str, str]]) -> str:
     return text
 
 
+def _legible(text: str) -> str:
+    """``text``, or "" when it is mostly U+FFFD: an undeclared EUC-JP or KOI8-R title read
+    as UTF-8 ("����"), which no reader can use as a headline."""
+    if "\ufffd" not in text:
+        return text
+    visible = sum(1 for c in text if not c.isspace())
+    return text if text.count("\ufffd") * 2 < visible else ""
+
+
 def untitled_headline(link: str | None, when: datetime | None) -> str:
     """A readable headline for an item with no title: its link's slug, else its date.
 
@@ -79,7 +88,11 @@ def untitled_headline(link: str | None, when: datetime | None) -> str:
 
 
 def _slug(link: str) -> str:
-    path = urlsplit(link).path if "://" in link else link
+    try:
+        path = urlsplit(link).path if "://" in link else link
+    except ValueError:
+        # "http://example.c[o.test/" (feedparser's corpus has it): no URL, no slug.
+        return ""
     last = unquote(path.rstrip("/").rsplit("/", 1)[-1])
     stem = re.sub(r"\.[A-Za-z0-9]{1,5}$", "", last)
     words = " ".join(re.split(r"[-_+\s]+", stem)).strip()
@@ -572,11 +585,13 @@ def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
                     "guid": guid,
                     "show": show,
                     "title": title,
-                    "headline": _headline(
-                        title,
-                        names
-                        if entry.show is None
-                        else _show_names(show, parsed.show_title, entry.show),
+                    "headline": _legible(
+                        _headline(
+                            title,
+                            names
+                            if entry.show is None
+                            else _show_names(show, parsed.show_title, entry.show),
+                        )
                     )
                     or untitled_headline(entry.link, when),
                     "summary": description,
