@@ -609,3 +609,22 @@ def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
         )
     episodes.sort(key=attrgetter("published_at"), reverse=True)
     return episodes
+
+
+def with_transcript(episode: Episode, full_text: str, repo: str) -> Episode:
+    """``episode`` with a transcript fetched from its ``<podcast:transcript>`` link: that
+    text becomes its transcript, and its PRs are found there first — the full sentence,
+    where the feed's excerpt is cut with "…" at the PR — then in the summary and the feed's
+    own text for any the transcript does not name. Nothing usable: ``episode`` as it is.
+    """
+    text, lower = _cleaned(paragraphs(full_text), paragraphs)
+    if not text:
+        return episode
+    found = _pull_requests(text, repo, lower, normalised=True)
+    named = {ref.number for ref in found}
+    rest = "\n\n".join(part for part in (episode.summary, episode.transcript) if part)
+    found += [ref for ref in _pull_requests(rest, repo) if ref.number not in named]
+    summary_text = episode.summary or lead(text)
+    return episode.model_copy(
+        update={"transcript": text, "pull_requests": tuple(found), "summary": summary_text}
+    )

@@ -212,3 +212,23 @@ class UpsertIntents:
     updates: tuple[EpisodeWrite, ...] = ()
     redates: tuple[Redate, ...] = ()
     results: tuple[UpsertResult, ...] = ()
+
+
+TranscriptStatus = Literal["ok", "failed"]
+
+
+@dataclass(frozen=True)
+class StoredTranscript:
+    """An episode's ``<podcast:transcript>`` as fetched once: its text (``ok``), or why it
+    could not be had (``failed``; ``attempts`` counts tries, a failure that trying again
+    cannot mend is stored at the maximum). Keyed by show and ``guid_key(guid)``; ``url``
+    is the link it came from, so a feed that changes the link gets it fetched again."""
+
+    show: str
+    guid_key: str
+    url: str
+    status: TranscriptStatus
+    fetched_at: datetime
+    text: str = ""
+    error: str | None = None
+    attempts: int = 1

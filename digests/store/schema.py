@@ -190,3 +190,19 @@ pr_details = sa.Table(
     sa.Column("missing", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.CheckConstraint("state IN ('open', 'closed', 'merged')", name="state"),
 )
+
+# Transcripts fetched from episodes' <podcast:transcript> links (digests.types.StoredTranscript):
+# once per episode, by show name and guid key, so a poll re-reads them instead of re-fetching.
+episode_transcripts = sa.Table(
+    "episode_transcripts",
+    metadata,
+    sa.Column("show", sa.String(200), primary_key=True),
+    sa.Column("guid_key", sa.String(64), primary_key=True),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("text", sa.Text, nullable=False, server_default=""),
+    sa.Column("error", sa.Text),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("fetched_at", UTCDateTime, nullable=False),
+    sa.CheckConstraint("status IN ('ok', 'failed')", name="status"),
+)

@@ -1,0 +1,222 @@
+"""The transcript phase: an episode's ``<podcast:transcript>`` fetched once, stored, used.
+
+Between extract and store in the poll. For every episode that links a transcript: the
+stored one is used (its PRs and their whole sentences found in it, see
+``digests.extract.with_transcript``); one not fetched yet is fetched — a few per poll,
+newest first, with the feed's fetch rules and a cap of its own, the private-address guard
+when the show's feed has it — converted to text (``digests.parse.transcripts``) and
+stored, failure included, so it is not fetched again. An episode whose transcript cannot
+be had keeps the feed's excerpt. Never raises for the transcript's sake; the store's
+errors are the store's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import httpx
+
+from digests.errors import FeedHTTPError, FeedUnavailable, FetchError
+from digests.extract import with_transcript
+from digests.fetch import fetch
+from digests.models import Episode, TranscriptLink, guid_key
+from digests.parse.text import MAX_TEXT
+from digests.parse.transcripts import TRANSCRIPT_TYPES, transcript_text
+from digests.store.transcripts import TranscriptStore
+from digests.types import StoredTranscript
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "MAX_TRANSCRIPT_BYTES",
+    "TranscriptReport",
+    "attach_transcripts",
+    "choose_link",
+    "decode_transcript",
+]
+
+# A two-hour episode's VTT is ~1.5 MB; anything much larger is not a transcript.
+MAX_TRANSCRIPT_BYTES = 4 * 1024 * 1024
+# New fetches per show per poll: a first poll of a long back catalogue spreads its
+# transcripts over the following polls instead of fetching hundreds at once.
+PER_POLL = 10
+CONCURRENCY = 4
+MAX_ATTEMPTS = 3
+TIMEOUT = 60.0
+# Best first: cue formats and the namespace JSON are the transcript itself; HTML and plain
+# text are sometimes a page about the episode.
+_PREFERENCE = ("text/vtt", "application/x-subrip", "application/json", "text/html", "text/plain")
+_CHARSET = re.compile(r"""charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", re.I)
+_NUL = re.compile("\x00")
+
+
+@dataclass(frozen=True)
+class TranscriptReport:
+    """One show's pass: how many episodes link a transcript, how many got one (stored or
+    fetched now), how many were fetched, and how many of those failed."""
+
+    linked: int = 0
+    used: int = 0
+    fetched: int = 0
+    failed: int = 0
+
+
+def choose_link(links: Sequence[TranscriptLink]) -> TranscriptLink | None:
+    """The link to fetch: the best known type, else the first link."""
+    if not links:
+        return None
+    rank = {kind: i for i, kind in enumerate(_PREFERENCE)}
+
+    def order(link: TranscriptLink) -> int:
+        form = TRANSCRIPT_TYPES.get(link.type)
+        canonical = next((k for k in _PREFERENCE if TRANSCRIPT_TYPES[k] == form), None)
+        return rank[canonical] if canonical is not None else len(rank)
+
+    return min(links, key=order)
+
+
+def decode_transcript(content: bytes, content_type: str | None) -> str:
+    """Bytes → text: BOM, then the server's charset, then UTF-8 (bad bytes replaced)."""
+    for bom, name in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
+                      (codecs.BOM_UTF16_BE, "utf-16")):  # fmt: skip
+        if content.startswith(bom):
+            return content.decode(name, "replace")
+    m = _CHARSET.search(content_type or "")
+    if m:
+        try:
+            return content.decode(m.group(1), "replace")
+        except LookupError:
+            pass
+    return content.decode("utf-8", "replace")
+
+
+def _due(stored: StoredTranscript | None, link: TranscriptLink) -> bool:
+    if stored is None or stored.url != link.url:
+        return True
+    return stored.status == "failed" and stored.attempts < MAX_ATTEMPTS
+
+
+def _lasting(err: Exception) -> bool:
+    """A failure trying again will not mend: a 4xx, the size cap, the address guard, a
+    transcript with no text. Timeouts, 5xx and 429s are tried again, a few times."""
+    if isinstance(err, FeedUnavailable):
+        return False
+    if isinstance(err, FeedHTTPError):
+        return 400 <= err.status < 500
+    if isinstance(err, FetchError):
+        reason = err.reason
+        return any(
+            s in reason for s in ("larger than", "private address", "local files", "invalid URL")
+        )
+    return True
+
+
+async def _fetch_one(
+    client: httpx.AsyncClient,
+    link: TranscriptLink,
+    *,
+    max_bytes: int,
+    allow_private: bool,
+) -> str:
+    """The transcript's text; raises ``FetchError`` or ``ValueError`` (nothing readable)."""
+    got = await fetch(
+        client, link.url, max_bytes=max_bytes, allow_private=allow_private, total_timeout=TIMEOUT
+    )
+    body = decode_transcript(got.content or b"", got.content_type)
+    kind = link.type or (got.content_type or "")
+    # Conversion is CPU work on up to max_bytes: off the event loop.
+    text = await asyncio.to_thread(transcript_text, body, kind)
+    text = _NUL.sub("", text)[:MAX_TEXT]  # PostgreSQL text takes no NUL
+    if not text.strip():
+        raise ValueError("the transcript has no text")
+    return text
+
+
+async def _fetch_all(
+    client: httpx.AsyncClient,
+    show: str,
+    wanted: Sequence[tuple[str, TranscriptLink, StoredTranscript | None]],
+    *,
+    now: datetime,
+    max_bytes: int,
+    allow_private: bool,
+) -> list[StoredTranscript]:
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(
+        key: str, link: TranscriptLink, before: StoredTranscript | None
+    ) -> StoredTranscript:
+        tries = (before.attempts if before is not None and before.url == link.url else 0) + 1
+        async with gate:
+            try:
+                text = await _fetch_one(
+                    client, link, max_bytes=max_bytes, allow_private=allow_private
+                )
+            except (FetchError, ValueError) as err:
+                reason = err.reason if isinstance(err, FetchError) else str(err)
+                log.info("transcript of %s %s unavailable: %s", show, key[:12], reason)
+                attempts = MAX_ATTEMPTS if _lasting(err) else tries
+                return StoredTranscript(show, key, link.url, "failed", now, "", reason, attempts)
+        return StoredTranscript(show, key, link.url, "ok", now, text, None, tries)
+
+    return list(await asyncio.gather(*(one(k, link, b) for k, link, b in wanted)))
+
+
+async def attach_transcripts(
+    episodes: Sequence[Episode],
+    *,
+    show: str,
+    repo: str,
+    client: httpx.AsyncClient,
+    transcripts: TranscriptStore,
+    now: datetime,
+    allow_private: bool = False,
+    max_bytes: int = MAX_TRANSCRIPT_BYTES,
+    per_poll: int = PER_POLL,
+) -> tuple[tuple[Episode, ...], TranscriptReport]:
+    """``episodes`` with the transcripts they link (stored, or fetched now), in order."""
+    linked = [
+        (i, ep, link) for i, ep in enumerate(episodes) if (link := choose_link(ep.transcript_links))
+    ]
+    if not linked:
+        return tuple(episodes), TranscriptReport()
+    keys = {i: guid_key(ep.guid) for i, ep, _ in linked}
+    stored = await asyncio.to_thread(transcripts.get, show, keys.values())
+    newest = sorted(linked, key=lambda item: item[1].published_at, reverse=True)
+    wanted = [
+        (keys[i], link, stored.get(keys[i]))
+        for i, _, link in newest
+        if _due(stored.get(keys[i]), link)
+    ][:per_poll]
+    fresh = await _fetch_all(
+        client, show, wanted, now=now, max_bytes=max_bytes, allow_private=allow_private
+    )
+    if fresh:
+        await asyncio.to_thread(transcripts.save, fresh)
+        stored.update({t.guid_key: t for t in fresh})
+
+    def apply() -> tuple[list[Episode], int]:
+        out = list(episodes)
+        used = 0
+        for i, ep, link in linked:
+            got = stored.get(keys[i])
+            if got is not None and got.status == "ok" and got.url == link.url:
+                out[i] = with_transcript(ep, got.text, repo)
+                used += 1
+        return out, used
+
+    # PR extraction over whole transcripts is CPU work: off the event loop too.
+    out, used = await asyncio.to_thread(apply)
+    report = TranscriptReport(
+        linked=len(linked),
+        used=used,
+        fetched=len(fresh),
+        failed=sum(1 for t in fresh if t.status == "failed"),
+    )
+    return tuple(out), report
