@@ -3,6 +3,7 @@
 One show goes through the phases like this::
 
     1-3  read_feed       fetch; parse + extract in a worker thread       (bot.ingest)
+    3b   transcripts     linked transcripts fetched once, stored, read   (digests.full_transcripts)
     4    store_episodes  upsert what the feed holds; undated items dated
     5    plan_state      what the decision reads: candidates, first seen  (bot.plan)
          decide_due      which deliveries are due: digests.decide, pure   (bot.plan)
@@ -42,6 +43,7 @@ from bot.plan import (
 from config.settings import Settings, ShowConfig
 from digests.decide import feed_notice, next_poll_at
 from digests.errors import DigestError, StoreError
+from digests.full_transcripts import transcripts_phase
 from digests.github.client import GitHubClient
 from digests.github.enrich import EnrichReport
 from digests.models import Episode
@@ -204,6 +206,12 @@ async def poll_show(
         read = await read_feed(
             http_client, request, show=show.name, repo=show.repo, parse_gate=parse_gate
         )
+        if read.episodes:  # phase 3b: linked transcripts, fetched once and stored
+            full = await transcripts_phase(
+                store, http_client, read.episodes, show=show.name, repo=show.repo, now=now,
+                allow_private=request.allow_private,
+            )  # fmt: skip
+            read = replace(read, episodes=full)
         upserts = (
             await _db(lambda: store_episodes(store, read.episodes, now))
             if read.fetched.status == "ok"

@@ -28,6 +28,7 @@ from digests.fetch import fetch
 from digests.models import Episode, TranscriptLink, guid_key
 from digests.parse.text import MAX_TEXT
 from digests.parse.transcripts import TRANSCRIPT_TYPES, transcript_text
+from digests.store import Store
 from digests.store.transcripts import TranscriptStore
 from digests.types import StoredTranscript
 
@@ -39,6 +40,7 @@ __all__ = [
     "attach_transcripts",
     "choose_link",
     "decode_transcript",
+    "transcripts_phase",
 ]
 
 # A two-hour episode's VTT is ~1.5 MB; anything much larger is not a transcript.
@@ -163,6 +165,12 @@ async def _fetch_all(
                 log.info("transcript of %s %s unavailable: %s", show, key[:12], reason)
                 attempts = MAX_ATTEMPTS if _lasting(err) else tries
                 return StoredTranscript(show, key, link.url, "failed", now, "", reason, attempts)
+            except Exception as err:  # a bug of ours must not cost the show its poll
+                log.exception("transcript of %s %s: conversion failed", show, key[:12])
+                reason = f"unreadable transcript ({type(err).__name__})"
+                return StoredTranscript(
+                    show, key, link.url, "failed", now, "", reason, MAX_ATTEMPTS
+                )
         return StoredTranscript(show, key, link.url, "ok", now, text, None, tries)
 
     return list(await asyncio.gather(*(one(k, link, b) for k, link, b in wanted)))
@@ -220,3 +228,31 @@ async def attach_transcripts(
         failed=sum(1 for t in fresh if t.status == "failed"),
     )
     return tuple(out), report
+
+
+async def transcripts_phase(
+    store: Store,
+    client: httpx.AsyncClient,
+    episodes: Sequence[Episode],
+    *,
+    show: str,
+    repo: str,
+    now: datetime,
+    allow_private: bool,
+) -> tuple[Episode, ...]:
+    """The pipeline's call: ``attach_transcripts`` over the store, the pass logged."""
+    out, report = await attach_transcripts(
+        episodes,
+        show=show,
+        repo=repo,
+        client=client,
+        transcripts=TranscriptStore(store),
+        now=now,
+        allow_private=allow_private,
+    )
+    if report.fetched:
+        log.info(
+            "transcripts of %s: %d fetched (%d failed), %d of %d linked in use",
+            show, report.fetched, report.failed, report.used, report.linked,
+        )  # fmt: skip
+    return out

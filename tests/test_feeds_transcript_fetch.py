@@ -264,3 +264,34 @@ def test_choose_link(links: list[tuple[str, str]], expected: str | None) -> None
 )
 def test_decode_transcript(content: bytes, content_type: str | None, expected: str) -> None:
     assert decode_transcript(content, content_type) == expected
+
+
+async def test_the_poll_stores_episodes_read_with_their_transcripts(
+    feed_server: FeedServer, client: httpx.AsyncClient, store: Store
+) -> None:
+    from bot.pipeline import poll_show
+    from config.settings import ScheduleConfig, Settings, ShowConfig
+
+    feed_server.route("/t/ep-1.vtt", VTT, content_type="text/vtt")
+    url = feed_server.route(
+        "/feed.xml", feed('<podcast:transcript url="t/ep-1.vtt" type="text/vtt"/>')
+    )
+    settings = Settings(
+        shows=[ShowConfig(name=SHOW, feed=url, repo=REPO)],
+        schedule=ScheduleConfig(poll_minutes=15),
+        team_id="T1",
+        slack_bot_token=None,
+    )
+    store.ensure_show(SHOW, "", REPO)
+    first = await poll_show(settings, store, client, settings.shows[0], NOW)
+    (episode,) = first.episodes
+    assert episode.pull_requests[0].context == SENTENCE
+    assert "Great, thanks." in episode.transcript
+
+    # The feed changes (a new etag-less body), the transcript is read back, not fetched.
+    feed_server.route(
+        "/feed.xml", feed('<podcast:transcript url="t/ep-1.vtt" type="text/vtt"/>') + b"\n"
+    )
+    second = await poll_show(settings, store, client, settings.shows[0], NOW)
+    assert second.changed == () and second.episodes[0].pull_requests[0].context == SENTENCE
+    assert len(feed_server.requests_to("/t/ep-1.vtt")) == 1
