@@ -11,7 +11,6 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
-from operator import attrgetter
 from urllib.parse import unquote, urlsplit
 
 import isodate
@@ -19,6 +18,7 @@ import isodate
 from digests.models import Episode, ParsedSource, PullRequestRef, RawEntry
 from digests.parse.text import paragraphs, squash, stable_guid
 from digests.types import UNKNOWN_DATE
+from digests.update import feed_order_dates
 
 __all__ = [
     "build_episodes",
@@ -607,7 +607,10 @@ def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
                 }
             )
         )
-    episodes.sort(key=attrgetter("published_at"), reverse=True)
+    # Newest first; an undated item keeps its place among its dated neighbours.
+    placed = feed_order_dates(episodes)
+    order = {id(e): placed.get(i, e.published_at) for i, e in enumerate(episodes)}
+    episodes.sort(key=lambda e: order[id(e)], reverse=True)
     return episodes
 
 

@@ -8,6 +8,9 @@ from datetime import UTC, date, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+# What an episode whose feed gives no usable date carries until the store dates it.
+UNKNOWN_DATE = datetime(1970, 1, 1, tzinfo=UTC)
+
 
 def guid_key(guid: str) -> str:
     """A fixed-length stand-in for a GUID too long for a button value (sha256, hex); the
@@ -101,7 +104,11 @@ class Episode(_Frozen):
         return digest.hexdigest()
 
     def to_json(self) -> dict[str, object]:
-        return self.model_dump(mode="json")
+        """The episode JSON contract; ``published_at`` is null when the feed gives no date."""
+        data = self.model_dump(mode="json")
+        if self.published_at == UNKNOWN_DATE:
+            data["published_at"] = None
+        return data
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,15 +8,14 @@ here, so no stage needs another stage's module for a name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
+# A feed item with no usable date carries UNKNOWN_DATE until the store dates it (when first
+# seen, or by its place in the feed); it lives beside Episode, whose JSON hides it.
+from digests.models import UNKNOWN_DATE as UNKNOWN_DATE
 from digests.models import Episode
-
-# A feed item with no usable date carries this until the store dates it (when first seen,
-# or by its place in the feed).
-UNKNOWN_DATE = datetime(1970, 1, 1, tzinfo=UTC)
 
 Ident = tuple[str, str, str, str]  # a delivery: (team_id, channel_id, kind, key)
 

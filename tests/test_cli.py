@@ -113,9 +113,9 @@ def test_parse_text_says_undated_for_an_episode_without_a_date(tmp_path: Path) -
         "2026-10-05  Dated  (1 PR)",
         "undated     No Date  (1 PR)",
     ]
-    # The JSON contract keeps an ISO 8601 date for every episode.
+    # The JSON says null rather than inventing 1970 (documented in the README).
     undated = json.loads(run_cli("parse", str(feed), "--json").stdout)[1]
-    assert undated["published_at"] == "1970-01-01T00:00:00Z"
+    assert undated["published_at"] is None
 
 
 def test_parse_the_real_samples_when_present() -> None:
