@@ -32,6 +32,7 @@ class PlanState:
     candidates: tuple[Episode, ...]
     first_seen: Mapping[str, datetime]  # guid → when the store first had it
     entries: Mapping[tuple[str, str], Mapping[str, LedgerEntry]]
+    archive_seen_at: datetime | None = None  # when the show's archive was first read
 
 
 # -- phase 5: decide ------------------------------------------------------------------------
@@ -71,7 +72,14 @@ def plan_state(
     keys = [episode_key(show, e.guid) for e in candidates]
     channels = [(s.team_id, s.channel_id) for s in subscriptions]
     entries = ledger.entries("episode", keys, channels)
-    return PlanState(show, tuple(subscriptions), tuple(candidates), seen, entries)
+    return PlanState(
+        show,
+        tuple(subscriptions),
+        tuple(candidates),
+        seen,
+        entries,
+        store.archive_seen_at(show),
+    )
 
 
 def decide_due(settings: Settings, state: PlanState) -> list[Due]:
@@ -83,6 +91,7 @@ def decide_due(settings: Settings, state: PlanState) -> list[Due]:
         state.entries,
         backfill=settings.backfill,
         first_seen=state.first_seen,
+        archive_seen_at=state.archive_seen_at,
     )
 
 

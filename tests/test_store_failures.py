@@ -61,6 +61,7 @@ STORE_CALLS: dict[str, StoreCall] = {
     "episode_by_guid_key": lambda s: s.episode_by_guid_key("PyTorch", "0" * 64),
     "episode_by_url": lambda s: s.episode_by_url("https://a.test/x"),
     "first_seen": lambda s: s.first_seen("PyTorch", ["g1"]),
+    "archive_seen_at": lambda s: s.archive_seen_at("PyTorch"),
     "recent": lambda s: s.recent(5),
     "between": lambda s: s.between(NOW, NOW),
     "nearest": lambda s: s.nearest(NOW),

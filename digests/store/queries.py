@@ -125,6 +125,16 @@ class QueriesMixin:
                     found[guid] = aware(when, "first_seen_at")
         return found
 
+    def archive_seen_at(self, show: str) -> datetime | None:
+        """When the store first had anything of ``show``: the first read of its archive."""
+        with self._db.transaction("reading when the show was first read", write=False) as conn:
+            when = conn.execute(
+                sa.select(sa.func.min(episodes.c.first_seen_at))
+                .select_from(EPISODES_JOIN)
+                .where(shows.c.name == clean(show))
+            ).scalar()
+        return aware(when, "first_seen_at") if when is not None else None
+
     def recent(self, limit: int, shows: Sequence[str] | None = None) -> list[Episode]:
         """Newest first."""
         if limit <= 0:
