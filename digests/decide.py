@@ -255,18 +255,9 @@ def feed_notice(
     """
     streak = before.last_success_at.isoformat() if before.last_success_at else "never"
     if after.failures >= failing_after and not before.failing_notified:
-        return Notice(
-            "failing",
-            f"feed:{show}:failing:{streak}",
-            f"The {show} feed is failing ({after.last_error or 'unknown error'}). "
-            "Digests will resume when it recovers.",
-        )
+        return Notice("failing", f"feed:{show}:failing:{streak}", show, after.last_error)
     if after.failures == 0 and before.failing_notified:
-        return Notice(
-            "recovered",
-            f"feed:{show}:recovered:{streak}",
-            f"The {show} feed has recovered; digests are back on.",
-        )
+        return Notice("recovered", f"feed:{show}:recovered:{streak}", show)
     return None
 
 

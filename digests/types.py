@@ -126,11 +126,16 @@ class Due:
 
 @dataclass(frozen=True)
 class Notice:
-    """A one-off line to a show's channels: its feed started failing or recovered."""
+    """A one-off line to a show's channels: its feed started failing or recovered.
+
+    Its words are the renderer's (``notice.j2``); ``error`` is the feed's failure as the
+    fetch described it, feed-controlled text the template escapes.
+    """
 
     kind: Literal["failing", "recovered"]
     key: str
-    text: str
+    show: str
+    error: str | None = None
 
 
 PrKey = tuple[str, int]  # a pull request: (repo "owner/name", number)
