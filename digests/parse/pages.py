@@ -323,6 +323,36 @@ def read_html(
         description = layout.description or to_text(meta.get("description"))
     ld_transcript = ld.get("transcript")
     transcript = to_text(_str(ld_transcript, "text", "articleBody")) or layout.transcript
+    published, duration, link, audio, show = _page_facts(ld, meta, head, layout, source_url)
+    is_episode = bool(head.jsonld) or (
+        bool(title) and bool(published or duration or audio or layout.has_transcript)
+    )
+    if not is_episode:
+        return show, None, head.feed_link
+    entry = RawEntry(
+        guid=layout.meta.get("guid") or page_guid(link, title, published),
+        title=title,
+        description=description,
+        transcript=transcript,
+        published=published,
+        duration=duration,
+        link=link,
+        audio_url=audio,
+        nearby=tuple(layout.nearby),
+        show=show,
+    )
+    return show, entry, head.feed_link
+
+
+def _page_facts(
+    ld: dict[str, Any],
+    meta: dict[str, str],
+    head: _Html,
+    layout: TextPage,
+    source_url: str | None,
+) -> tuple[str | None, str | None, str | None, str | None, str | None]:
+    """(published, duration, link, audio, show): JSON-LD first, then meta tags and the
+    page's own text layout."""
     published = (
         _str(ld.get("datePublished"))
         or _str(ld.get("uploadDate"))
@@ -357,24 +387,7 @@ def read_html(
         or layout.nearby_show
         or meta.get("og:site_name")
     )
-    is_episode = bool(head.jsonld) or (
-        bool(title) and bool(published or duration or audio or layout.has_transcript)
-    )
-    if not is_episode:
-        return show, None, head.feed_link
-    entry = RawEntry(
-        guid=layout.meta.get("guid") or page_guid(link, title, published),
-        title=title,
-        description=description,
-        transcript=transcript,
-        published=published,
-        duration=duration,
-        link=link,
-        audio_url=audio,
-        nearby=tuple(layout.nearby),
-        show=show,
-    )
-    return show, entry, head.feed_link
+    return published, duration, link, audio, show
 
 
 def parse_html_tree(markup: str | bytes) -> etree._Element | None:
