@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
+from bot.enrichment import attach_details
 from config.settings import Settings
 from digests.decide import matches
 from digests.models import Episode, WeeklyRecap
@@ -54,7 +55,8 @@ def read_week(
     """The one store read: the episodes of ISO week ``year``-W``week`` in the configured
     timezone (of ``shows``, or of every show)."""
     start, end = week_bounds(year, week, settings.tz)
-    return store.between(start, end, shows=shows or None)
+    # With stored PR details, so the top PRs are ranked as the digests rank them.
+    return attach_details(settings, store, store.between(start, end, shows=shows or None))
 
 
 def weekly(

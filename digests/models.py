@@ -46,6 +46,8 @@ class PrInfo:
     author: str | None = None
     missing: bool = False
     rank: int = 0
+    weight: int = 0  # what its labels add to its importance (the show's label weights)
+    merged_at: datetime | None = None  # when it landed, for a merged one
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +158,11 @@ class RecapPullRequest(_Frozen):
     episodes: tuple[str, ...] = Field(default=(), description="headlines of episodes naming it")
     context: str = ""
     guids: tuple[str, ...] = Field(default=(), description="guids of those episodes, same order")
+    # From GitHub, when known (see digests.pulls): the title, state word and area.
+    title: str = ""
+    state: str | None = None
+    area: str | None = None
+    merged_this_week: bool = False
 
 
 class WeeklyRecap(_Frozen):

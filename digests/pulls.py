@@ -130,10 +130,20 @@ def importance(
         tier = _MISSING_TIER
     else:
         tier = _TIERS[shown_state(details, rules)]
-    labels = _fold(details.labels) if details is not None else frozenset()
-    weight = sum(rules.label_weights.get(label, 0) for label in labels)
+    weight = label_weight(details, rules)
     prominence = mention.count + 1 / (1 + mention.position)
     return (tier, -weight, -prominence, mention.position)
+
+
+def label_weight(details: PrDetails | None, rules: PrRules) -> int:
+    if details is None:
+        return 0
+    return sum(rules.label_weights.get(label, 0) for label in _fold(details.labels))
+
+
+def state_tier(state: str | None) -> int:
+    """0 for merged, reverted, open, draft and unknown; 1 for closed (see ``importance``)."""
+    return 1 if state == "closed" else 0
 
 
 def rank(found: Sequence[Mention], details: Mapping[int, PrDetails], rules: PrRules) -> list[int]:
@@ -166,15 +176,18 @@ def pr_infos(
     infos = []
     for pr in episode.pull_requests:
         d = known.get(pr.number)
+        state = shown_state(d, rules)
         infos.append(
             PrInfo(
                 number=pr.number,
                 title=d.title if d is not None and not d.missing else "",
-                state=shown_state(d, rules),
+                state=state,
                 area=area(d.labels) if d is not None else None,
                 author=d.author if d is not None else None,
                 missing=d is not None and d.missing,
                 rank=order[pr.number],
+                weight=label_weight(d, rules),
+                merged_at=d.merged_at if d is not None and state == "merged" else None,
             )
         )
     return tuple(infos)

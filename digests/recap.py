@@ -41,13 +41,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from stop_words import get_stop_words
 
 from digests.decide import matches
 from digests.errors import DigestError
-from digests.models import Episode, RecapEpisode, RecapPullRequest, WeeklyRecap
+from digests.models import Episode, PrInfo, RecapEpisode, RecapPullRequest, WeeklyRecap
+from digests.pulls import state_tier
 
 __all__ = [
     "InvalidWeek",
@@ -298,6 +300,7 @@ def aggregate(
                 episodes=tuple(a.headlines),
                 guids=tuple(a.guids),
                 context=a.context,
+                **_from_github(a.info, start, end),
             )
             for a in ordered
         ),
@@ -318,6 +321,22 @@ class _PrAcc:
     headlines: list[str] = field(default_factory=list)
     guids: list[str] = field(default_factory=list)
     context: str = ""
+    info: PrInfo | None = None  # from GitHub, when an episode carries it
+
+    def key(self) -> tuple[int, int, int, tuple[int, int]]:
+        """Ranked as the digest ranks (merged and open above closed, then labels), then by
+        how many episodes name it and its first mention."""
+        info = self.info
+        tier = state_tier(info.state) if info is not None else 0
+        weight = info.weight if info is not None else 0
+        return (tier, -weight, -len(self.guids), self.first)
+
+
+def _from_github(info: PrInfo | None, start: datetime, end: datetime) -> dict[str, Any]:
+    if info is None or not info.title:
+        return {}
+    merged = info.merged_at is not None and start <= info.merged_at < end
+    return {"title": info.title, "state": info.state, "area": info.area, "merged_this_week": merged}
 
 
 def _week_episodes(
@@ -350,6 +369,7 @@ def _gather_prs(chosen: Sequence[Episode]) -> list[_PrAcc]:
     prs: dict[str, _PrAcc] = {}
     for ep_index, ep in enumerate(chosen):
         headline = ep.headline or ep.title
+        infos = {i.number: i for i in ep.pr_info}
         for pr_index, pr in enumerate(ep.pull_requests):
             acc = prs.get(pr.url)
             if acc is None:
@@ -359,4 +379,6 @@ def _gather_prs(chosen: Sequence[Episode]) -> list[_PrAcc]:
                 acc.guids.append(ep.guid)
             if not acc.context and pr.context:
                 acc.context = pr.context
-    return sorted(prs.values(), key=lambda a: (-len(a.guids), a.first))
+            if acc.info is None or not acc.info.title:
+                acc.info = infos.get(pr.number) or acc.info
+    return sorted(prs.values(), key=_PrAcc.key)

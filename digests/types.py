@@ -145,7 +145,8 @@ GitHubState = Literal["open", "closed", "merged"]  # what GitHub itself says
 @dataclass(frozen=True)
 class PrDetails:
     """What GitHub told us about one PR, as stored (``missing``: GitHub says there is no such
-    PR; remembered so it is not asked again every poll). ``etag`` is the REST validator."""
+    PR; remembered so it is not asked again every poll). ``etag`` is the REST validator.
+    ``merged_at``: GitHub's merge time, or a closed PR's close time (a bot-landed merge)."""
 
     repo: str
     number: int

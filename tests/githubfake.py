@@ -77,6 +77,7 @@ type PullRequest {
   isDraft: Boolean!
   merged: Boolean!
   mergedAt: DateTime
+  closedAt: DateTime
   closed: Boolean!
   author: User
   labels(first: Int, after: String): LabelConnection
@@ -94,6 +95,7 @@ class FakePr:
     state: str = "open"  # open | closed | merged
     draft: bool = False
     merged_at: str | None = None
+    closed_at: str | None = None
     author: str | None = "octocat"
     labels: list[str] = field(default_factory=list)
     version: int = 1
@@ -112,6 +114,7 @@ class FakePr:
             "draft": self.draft,
             "merged": self.state == "merged",
             "merged_at": self.merged_at,
+            "closed_at": self.closed_at,
             "user": {"login": self.author} if self.author else None,
             "labels": [{"name": name} for name in self.labels],
         }
@@ -125,6 +128,7 @@ class FakePr:
             "isDraft": self.draft,
             "merged": self.state == "merged",
             "mergedAt": self.merged_at,
+            "closedAt": self.closed_at,
             "closed": self.state != "open",
             "author": {"login": self.author} if self.author else None,
             "labels": self.labels,  # sliced by the resolver

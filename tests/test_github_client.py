@@ -212,3 +212,17 @@ async def test_enterprise_server_urls(github_fake: GitHubFake, http: httpx.Async
     assert github_fake.calls[0].path == "/api/graphql"
     rest = GitHubClient(http, github_fake.api_url + "/api/v3")
     assert len((await rest.fetch(keys, {}, NOW)).details) == 1
+
+
+@pytest.mark.parametrize("token", [True, False])
+async def test_a_closed_prs_close_time_stands_in_for_its_merge(
+    github_fake: GitHubFake, http: httpx.AsyncClient, token: bool
+) -> None:
+    github_fake.add_pr(
+        "pytorch/pytorch", 1, state="closed", labels=["Merged"], closed_at="2026-10-06T09:00:00Z"
+    )
+    github_fake.add_pr("pytorch/pytorch", 2, state="open", closed_at=None)
+    keys = [("pytorch/pytorch", 1), ("pytorch/pytorch", 2)]
+    report = await client(github_fake, http, token=token).fetch(keys, {}, NOW)
+    got = {d.number: d.merged_at for d in report.details}
+    assert got == {1: datetime(2026, 10, 6, 9, tzinfo=UTC), 2: None}

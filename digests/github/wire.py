@@ -22,6 +22,7 @@ PR_FRAGMENT = f"""fragment pr on PullRequest {{
   isDraft
   merged
   mergedAt
+  closedAt
   author {{ login }}
   labels(first: {LABELS_PER_PR}) {{ nodes {{ name }} }}
 }}"""
@@ -83,6 +84,12 @@ def _when(value: Any) -> datetime | None:
         return None
 
 
+def _closed_at(state: GitHubState, value: Any) -> datetime | None:
+    """A closed PR's close time stands in for its merge time: where a bot lands PRs (closed,
+    with a merge label) that is when it landed; the shown state decides whether it counts."""
+    return _when(value) if state == "closed" else None
+
+
 def _labels(nodes: Any) -> tuple[str, ...]:
     if not isinstance(nodes, list):
         return ()
@@ -111,7 +118,7 @@ def from_graphql(key: PrKey, node: Mapping[str, Any], now: datetime) -> PrDetail
         title=str(node.get("title") or ""),
         state=state,
         draft=bool(node.get("isDraft")),
-        merged_at=_when(node.get("mergedAt")),
+        merged_at=_when(node.get("mergedAt")) or _closed_at(state, node.get("closedAt")),
         author=_login(node.get("author")),
         labels=_labels(labels.get("nodes") if isinstance(labels, Mapping) else None),
         fetched_at=now,
@@ -129,7 +136,7 @@ def from_rest(key: PrKey, body: Mapping[str, Any], now: datetime, etag: str | No
         title=str(body.get("title") or ""),
         state=state,
         draft=bool(body.get("draft")),
-        merged_at=_when(body.get("merged_at")),
+        merged_at=_when(body.get("merged_at")) or _closed_at(state, body.get("closed_at")),
         author=_login(body.get("user")),
         labels=_labels(body.get("labels")),
         fetched_at=now,

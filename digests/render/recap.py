@@ -133,7 +133,8 @@ def _pr_lines(recap: WeeklyRecap, prs: Sequence[RecapPullRequest]) -> list[_PrVi
             days=", ".join(dict.fromkeys(weekday.get(guid, "?") for guid in g.prs[0].guids)),
             context=g.context,
         )
-        for g in pr_groups(prs, key=lambda p: p.guids)
+        # A PR with a title from GitHub gets a line of its own (title, state, area).
+        for g in pr_groups(prs, key=lambda p: (p.guids, p.number) if p.title else p.guids)
     ]
 
 
