@@ -9,6 +9,7 @@ it into a one-line :class:`StoreError` (no SQL, no parameters, no password).
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -90,6 +91,28 @@ def safe_url(engine: sa.Engine) -> str:
     return engine.url.render_as_string(hide_password=True)
 
 
+class LiveOwners:
+    """Owners alive here (their :class:`OwnerLock` is open); a row they hold is never taken
+    over from here. One per database object, shared by every ledger over it, since the lock
+    and the ledgers that ask about it are separate objects (and threads)."""
+
+    def __init__(self) -> None:
+        self._owners: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, owner: str) -> None:
+        with self._lock:
+            self._owners.add(owner)
+
+    def discard(self, owner: str) -> None:
+        with self._lock:
+            self._owners.discard(owner)
+
+    def __contains__(self, owner: object) -> bool:
+        with self._lock:
+            return owner in self._owners
+
+
 class Database:
     """One engine over SQLite or PostgreSQL, and the transactions every aggregate uses."""
 
@@ -110,6 +133,8 @@ class Database:
             raise StoreError(f"cannot use database {self.safe_url}: {_reason(error)}") from error
         if self.engine.dialect.name == "sqlite":
             _configure_sqlite(self.engine)
+        # Deliverers alive in this process, for every ledger over this database.
+        self.live_owners = LiveOwners()
 
     @property
     def dialect(self) -> str:

@@ -29,8 +29,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from digests.errors import StoreError
-from digests.store.database import safe_url, wrap_exceptions
-from digests.store.locks import OwnerLock, ShowLock, advisory_key, live_here, process_alive
+from digests.store.database import LiveOwners, safe_url, wrap_exceptions
+from digests.store.locks import OwnerLock, ShowLock, advisory_key, process_alive
 from digests.store.schema import deliveries
 from digests.types import Ident, LedgerEntry, LedgerState
 
@@ -109,8 +109,10 @@ def _row(r: sa.Row[object]) -> LedgerRow:
 class Ledger:
     """Ledger operations over an engine; the store's engine in production."""
 
-    def __init__(self, engine: sa.Engine) -> None:
+    def __init__(self, engine: sa.Engine, live: LiveOwners | None = None) -> None:
         self.engine = engine
+        # Owners with an open OwnerLock here: shared by every ledger of one store.
+        self.live = LiveOwners() if live is None else live
         self._namespace: str | None = None
 
     @classmethod
@@ -118,7 +120,8 @@ class Ledger:
         engine = getattr(store, "engine", None)
         if not isinstance(engine, sa.Engine):
             raise StoreError("the store has no SQL engine for the delivery ledger")
-        return cls(engine)
+        database = getattr(store, "_db", None)  # the store package's own Database
+        return cls(engine, getattr(database, "live_owners", None))
 
     @property
     def is_postgres(self) -> bool:
@@ -345,7 +348,7 @@ class Ledger:
         """Is the process that claimed a row still running? (See the module docstring.)"""
         if owner is None:
             return False
-        if live_here(owner):
+        if owner in self.live:
             return True
         if not self.is_postgres:
             return process_alive(owner)

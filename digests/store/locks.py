@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
-import threading
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
@@ -22,21 +21,12 @@ from digests.store.database import safe_url, wrap_exceptions
 if TYPE_CHECKING:
     from digests.store.ledger import Ledger
 
-# Owners alive in this process; a row they hold is never taken over from here. Process-wide
-# on purpose: the lock and the ledgers that ask about it are separate objects.
-_live_owners: set[str] = set()
-_live_lock = threading.Lock()
 
 
 def advisory_key(name: str) -> int:
     """A stable signed 64-bit key for ``pg_advisory_lock`` from any string."""
     digest = hashlib.sha256(name.encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
-
-
-def live_here(owner: str) -> bool:
-    with _live_lock:
-        return owner in _live_owners
 
 
 def process_alive(owner: str) -> bool:
@@ -67,8 +57,8 @@ class OwnerLock:
         self.owner = owner
         self._engine: sa.Engine | None = None
         self._conn: sa.Connection | None = None
-        with _live_lock:
-            _live_owners.add(owner)
+        self._live = ledger.live
+        self._live.add(owner)
         if ledger.is_postgres:
             got = False
             try:
@@ -87,8 +77,7 @@ class OwnerLock:
                 raise StoreError(f"delivery ledger: owner {owner!r} is already in use")
 
     def close(self) -> None:
-        with _live_lock:
-            _live_owners.discard(self.owner)
+        self._live.discard(self.owner)
         if self._conn is not None:
             try:
                 # Unlock before closing: the server ends a closed session when it gets to
