@@ -17,6 +17,7 @@ from bot.commands.base import Deps
 from bot.commands.replies import Block, divider, section
 from bot.commands.replies import context as context_block
 from bot.commands.subscriptions import subscription_line
+from bot.enrichment import attach_details
 from config.settings import CHANNEL_ID_PATTERN
 from digests.models import Episode
 from digests.render import blocks, escape, limits
@@ -42,7 +43,9 @@ def home_view(
     out.append(section(f"*{msg.HOME_LATEST}*"))
     if episodes:
         for episode in episodes[:HOME_EPISODES]:
-            out.append(section(str(deps.renderer.episode_line(episode))))
+            prs = deps.renderer.pr_lines(episode, limit=2)
+            line = deps.renderer.episode_line(episode)
+            out.append(section(f"{line}\n{prs}" if prs else str(line)))
     else:
         out.append(section(msg.NO_EPISODES))
     out += [divider(), section(f"*{msg.HOME_SUBSCRIPTIONS}*")]
@@ -67,7 +70,7 @@ def home_view(
 
 
 def load_home(deps: Deps, team_id: str) -> dict[str, Any]:
-    episodes = deps.store.recent(HOME_EPISODES)
+    episodes = attach_details(deps.settings, deps.store, deps.store.recent(HOME_EPISODES))
     subscriptions = deps.store.subscriptions(team_id=team_id) if team_id else []
     return home_view(episodes, subscriptions, deps)
 

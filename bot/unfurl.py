@@ -13,6 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.commands.base import Deps
 from bot.commands.replies import Block, context, section
+from bot.enrichment import attach_one
 from digests.models import Episode
 from digests.render import escape
 
@@ -26,6 +27,9 @@ def unfurl_blocks(episode: Episode, deps: Deps) -> list[Block]:
     """Compact: the episode's line (date · headline · duration · PRs) and a short summary."""
     summary = escape.mrkdwn(escape.truncate(escape.oneline(episode.summary), SUMMARY_CHARS))
     out = [section(f"*{escape.mrkdwn(episode.show)}*\n{deps.renderer.episode_line(episode)}")]
+    prs = deps.renderer.pr_lines(episode)
+    if prs:
+        out.append(section(str(prs)))
     if summary:
         out.append(context(str(summary)))
     return out
@@ -38,7 +42,7 @@ def unfurls_for(links: Sequence[dict[str, Any]], deps: Deps) -> dict[str, dict[s
         if not url or url in unfurls:
             continue
         # The store also matches the spellings a paste adds: #fragment, trailing slash, http.
-        episode = deps.store.episode_by_url(url)
+        episode = attach_one(deps.settings, deps.store, deps.store.episode_by_url(url))
         if episode is not None:
             unfurls[url] = {"blocks": unfurl_blocks(episode, deps)}
     return unfurls

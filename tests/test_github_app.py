@@ -70,3 +70,16 @@ def test_latest_shows_titles(github_app: RunningApp) -> None:
     deps = Deps(github_app.settings, github_app.store, Renderer(), lambda: APP_NOW)
     text = json.dumps(latest(Latest(), deps), ensure_ascii=False)
     assert "*Stack-aware merges* · merged · distributed" in text
+
+
+def test_unfurl_and_home_show_titles(github_app: RunningApp) -> None:
+    from bot.home import load_home
+    from bot.unfurl import unfurls_for
+
+    deps = Deps(github_app.settings, github_app.store, Renderer(), lambda: APP_NOW)
+    latest_url = next(e.url for e in github_app.episodes if e.guid == "pytorch-2026-10-05")
+    unfurled = unfurls_for([{"url": latest_url}], deps)
+    text = json.dumps(unfurled, ensure_ascii=False)
+    assert "*Stack-aware merges* · merged · distributed" in text
+    home = json.dumps(load_home(deps, "T1"), ensure_ascii=False)
+    assert "*Stack-aware merges* · merged · distributed" in home

@@ -12,7 +12,7 @@ from jinja2 import TemplateError, TemplateNotFound
 
 from digests.errors import ConfigError
 from digests.models import Episode, RecapEpisode
-from digests.pulls import KEY_PRS
+from digests.pulls import KEY_PRS, ranked_prs
 from digests.render import blocks as b
 from digests.render import layout, limits
 from digests.render.environment import make_environment
@@ -139,6 +139,14 @@ class Renderer:
             empty=empty,
             max_lines=self.max_lines,
         )
+
+    def pr_lines(self, episode: Episode, limit: int = 3) -> Mrkdwn:
+        """The episode's ``limit`` most important PRs as GitHub describes them, one line
+        each (the unfurl, App Home); empty when no details are attached."""
+        if not episode.pr_info:
+            return Mrkdwn("")
+        ranked = ranked_prs(episode)[:limit]
+        return Mrkdwn("\n".join(self._macro("pr_detail_line", pr, info, 0) for pr, info in ranked))
 
     def episode_line(self, episode: Episode | RecapEpisode) -> Mrkdwn:
         """``date · <url|headline> · 2:31 · 3 PRs`` as mrkdwn, for lists built elsewhere."""
