@@ -176,7 +176,7 @@ def _choose(episodes: list[Episode], guid: str | None, source: str) -> Episode:
 def _print_rendered(settings: Settings, episode: Episode, fmt: str, out: TextIO) -> None:
     from digests.render import Renderer
 
-    renderer = Renderer(settings.templates_dir, tz=settings.tz)
+    renderer = Renderer.of(settings)
     if fmt == "text":
         out.write(renderer.digest_text(episode).rstrip("\n") + "\n")
     else:

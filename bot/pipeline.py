@@ -390,7 +390,7 @@ async def run_once(
             http_client,
             now,
             deliverer,
-            renderer or Renderer(settings.templates_dir, tz=settings.tz),
+            renderer or Renderer.of(settings),
             poll_gate or poll_limit(deliverer.ledger),
             parse_gate or parse_limit(),
         )

@@ -107,7 +107,7 @@ class Clock:
         self.http_client = http_client
         self.now = _as_now(now)
         self.deliverer = deliverer or Deliverer(store, outbox)
-        self.renderer = renderer or Renderer(settings.templates_dir, tz=settings.tz)
+        self.renderer = renderer or Renderer.of(settings)
         self.on_report = on_report
         self.github = GitHubSession(settings)
         self.scheduler = AsyncIOScheduler(timezone=UTC)
@@ -297,7 +297,7 @@ async def _run(
     settings: Settings, store: Store, stop: asyncio.Event, grace: float, sweep_seconds: float
 ) -> None:
     outbox = make_outbox(settings, sys.stdout)
-    renderer = Renderer(settings.templates_dir, tz=settings.tz)
+    renderer = Renderer.of(settings)
     deliverer = Deliverer(store, outbox)
     extra: list[ExtraJob] = [recap_job(settings, store, deliverer, renderer)]
     async with make_http_client() as http_client:

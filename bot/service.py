@@ -58,7 +58,7 @@ async def _web(settings: Settings, stop: asyncio.Event, sock: socket.socket | No
     from bot.server import build_asgi, serve
 
     store = await asyncio.to_thread(open_store, settings)
-    app = build_app(settings, store, Renderer(settings.templates_dir, tz=settings.tz))
+    app = build_app(settings, store, Renderer.of(settings))
     try:
         if settings.slack_app_token:
             from bot.socket_mode import start_socket_mode
@@ -174,7 +174,7 @@ async def recap(
     year, number = recap_week(week, utcnow(), settings.tz)
     store = await asyncio.to_thread(open_store, settings)
     try:
-        renderer = Renderer(settings.templates_dir, tz=settings.tz)
+        renderer = Renderer.of(settings)
         recap = weekly(settings, store, year=year, week=number, shows=names)
         if fmt == "text" and not post:
             out.write(recap_text(recap, renderer).rstrip("\n") + "\n")

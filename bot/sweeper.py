@@ -38,7 +38,7 @@ class Sweeper:
         self.settings = settings
         self.store = store
         self.deliverer = deliverer
-        self.renderer = renderer or Renderer(settings.templates_dir, tz=settings.tz)
+        self.renderer = renderer or Renderer.of(settings)
         self._passed_over: set[tuple[int, str, int]] = set()
 
     def show_of(self, row: LedgerRow) -> str | None:

@@ -14,11 +14,14 @@
 - ``escape.mrkdwn(text)``, ``escape.link(url, label)``, ``escape.truncate(text, limit)``,
   ``escape.plain(text)``, ``escape.to_plain(mrkdwn)``; ``blocks`` — small builders
   (header, section, context, …).
+- ``prs.pr_label(number, url, repo)`` — ``#n``, or ``owner/repo#n`` for a PR of another
+  repository than the show's ``repo`` (``Renderer(repos={show: repo})`` does it everywhere).
 - ``limits`` — Block Kit limits and ``fit(message)`` that enforces them.
 """
 
 from digests.render.escape import Mrkdwn, link, mrkdwn, plain, truncate
 from digests.render.limits import Message, fit
+from digests.render.prs import pr_label, pr_repo
 from digests.render.renderer import Renderer, message_to_text
 
 __all__ = [
@@ -30,5 +33,7 @@ __all__ = [
     "message_to_text",
     "mrkdwn",
     "plain",
+    "pr_label",
+    "pr_repo",
     "truncate",
 ]

@@ -8,7 +8,7 @@ autoescape then leaves alone. Values that are already ``Mrkdwn`` — ``link()``,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from importlib import resources
@@ -28,6 +28,7 @@ from jinja2.compiler import CodeGenerator, Frame
 
 from digests.pulls import ranked_prs, with_info
 from digests.render.escape import Mrkdwn, link, mrkdwn, oneline, safe_url, truncate
+from digests.render.prs import pr_label
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -66,10 +67,18 @@ def _truncate_words(value: Any, limit: int = 200) -> Mrkdwn:
     return Mrkdwn(truncate(mrkdwn(value), limit))
 
 
-def _pr_link(pr: Any) -> Mrkdwn:
-    """``<https://github.com/o/r/pull/123|#123>`` for a ``PullRequestRef`` (or anything with
-    ``number`` and ``url``)."""
-    return link(getattr(pr, "url", None), f"#{getattr(pr, 'number', '?')}")
+def _pr_filters(repos: Mapping[str, str]) -> dict[str, Callable[..., Any]]:
+    """``pr_link`` (``<https://github.com/o/r/pull/123|#123>``) and ``pr_label`` (``#123``,
+    plain) for a ``PullRequestRef`` (or anything with ``number`` and ``url``) of an episode
+    of ``show``: ``owner/repo#123`` when the PR is another repository's than the show's."""
+
+    def label(pr: Any, show: str | None = None) -> str:
+        return pr_label(pr.number, getattr(pr, "url", None), repos.get(show or ""))
+
+    def pr_link(pr: Any, show: str | None = None) -> Mrkdwn:
+        return link(getattr(pr, "url", None), label(pr, show))
+
+    return {"pr_link": pr_link, "pr_label": label}
 
 
 @dataclass(frozen=True)
@@ -136,9 +145,14 @@ def default_templates_dir() -> Path:
     return Path(str(resources.files("digests").joinpath("templates")))
 
 
-def make_environment(templates_dir: str | Path | None = None, tz: tzinfo = UTC) -> Environment:
+def make_environment(
+    templates_dir: str | Path | None = None,
+    tz: tzinfo = UTC,
+    repos: Mapping[str, str] | None = None,
+) -> Environment:
     """A fresh environment: templates from ``templates_dir`` first (overrides), then the
-    bundled ``digests/templates``."""
+    bundled ``digests/templates``. ``repos``: each show's repository (show name → owner/repo),
+    so PRs of other repositories are labelled with theirs."""
     loaders: list[BaseLoader] = []
     if templates_dir is not None:
         loaders.append(FileSystemLoader(str(templates_dir)))
@@ -158,7 +172,7 @@ def make_environment(templates_dir: str | Path | None = None, tz: tzinfo = UTC) 
         duration=format_duration,
         date=lambda value: format_date(value, tz),
         truncate_words=_truncate_words,
-        pr_link=_pr_link,
+        **_pr_filters(dict(repos or {})),
         pr_groups=pr_groups,
         ranked_prs=ranked_prs,
         with_info=with_info,

@@ -94,6 +94,7 @@ class _PrView:
     prs: tuple[RecapPullRequest, ...]
     days: str
     context: str
+    show: str = ""  # the episodes' show: its own repository's PRs are plain #n
 
 
 def _tz(recap: WeeklyRecap) -> ZoneInfo:
@@ -127,11 +128,13 @@ def _pr_lines(recap: WeeklyRecap, prs: Sequence[RecapPullRequest]) -> list[_PrVi
     """``prs`` (a slice of the recap's, in its order) as lines: one per group."""
     tz = _tz(recap)
     weekday = {e.guid: _DAYS[e.published_at.astimezone(tz).weekday()] for e in recap.episodes}
+    show = {e.guid: e.show for e in recap.episodes}
     return [
         _PrView(
             prs=tuple(g.prs),
             days=", ".join(dict.fromkeys(weekday.get(guid, "?") for guid in g.prs[0].guids)),
             context=g.context,
+            show=next((show[guid] for guid in g.prs[0].guids if guid in show), ""),
         )
         # A PR with a title from GitHub gets a line of its own (title, state, area).
         for g in pr_groups(prs, key=lambda p: (p.guids, p.number) if p.title else p.guids)

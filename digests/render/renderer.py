@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, tzinfo
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from jinja2 import TemplateError, TemplateNotFound
 
@@ -19,6 +19,22 @@ from digests.render.environment import make_environment
 from digests.render.escape import Mrkdwn, oneline, to_plain
 from digests.render.limits import Message
 from digests.types import Notice
+
+
+class _Show(Protocol):
+    name: str
+    repo: str
+
+
+class _Settings(Protocol):
+    """What ``Renderer.of`` reads of the settings (``config.settings.Settings``)."""
+
+    @property
+    def templates_dir(self) -> str | Path | None: ...
+    @property
+    def tz(self) -> tzinfo: ...
+    @property
+    def shows(self) -> Sequence[_Show]: ...
 
 
 class Renderer:
@@ -36,12 +52,24 @@ class Renderer:
         max_prs: int = 8,
         max_nearby: int = 5,
         max_lines: int = 20,
+        repos: Mapping[str, str] | None = None,
     ) -> None:
         self.tz = tz
+        # Each show's repository: a PR of another one is labelled owner/repo#n.
+        self.repos = dict(repos or {})
         self.max_prs = max_prs
         self.max_nearby = max_nearby
         self.max_lines = max_lines
-        self.env = make_environment(templates_dir, tz)
+        self.env = make_environment(templates_dir, tz, self.repos)
+
+    @classmethod
+    def of(cls, settings: _Settings) -> Renderer:
+        """The renderer the settings describe: their templates, timezone, shows' repositories."""
+        return cls(
+            settings.templates_dir,
+            tz=settings.tz,
+            repos={show.name: show.repo for show in settings.shows},
+        )
 
     # -- generic -----------------------------------------------------------------------
     def script(self, template: str, **context: Any) -> str:
