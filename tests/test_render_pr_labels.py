@@ -93,6 +93,11 @@ def test_digest_thread_and_key_prs_label_another_repos_pr(details: bool) -> None
     assert "triton-lang/triton#7" in Renderer(repos=REPOS).digest_text(e)
 
 
+def test_unfurl_and_home_pr_lines_label_another_repos_pr() -> None:
+    lines = str(Renderer(repos=REPOS).pr_lines(mixed(details=True)))
+    assert OWN in lines and OTHER in lines
+
+
 def test_the_digest_lists_both_labels_when_they_fit() -> None:
     message = blocks(Renderer(repos=REPOS).digest(mixed()))
     assert OWN in message and OTHER in message

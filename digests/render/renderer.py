@@ -174,7 +174,11 @@ class Renderer:
         if not episode.pr_info:
             return Mrkdwn("")
         ranked = ranked_prs(episode)[:limit]
-        return Mrkdwn("\n".join(self._macro("pr_detail_line", pr, info, 0) for pr, info in ranked))
+        return Mrkdwn(
+            "\n".join(
+                self._macro("pr_detail_line", pr, info, 0, episode.show) for pr, info in ranked
+            )
+        )
 
     def episode_line(self, episode: Episode | RecapEpisode) -> Mrkdwn:
         """``date · <url|headline> · 2:31 · 3 PRs`` as mrkdwn, for lists built elsewhere."""
