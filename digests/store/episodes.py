@@ -119,10 +119,9 @@ def _stored(
     return found
 
 
-def _values(write: EpisodeWrite, show_id: int, now: datetime) -> dict[str, Any]:
+def _values(write: EpisodeWrite, now: datetime) -> dict[str, Any]:
     episode = write.episode
     return {
-        "show_id": show_id,
         "guid": clean(episode.guid),
         "guid_key": guid_key(clean(episode.guid)),
         "title": clean(episode.title),
@@ -159,7 +158,7 @@ def _insert(conn: sa.Connection, writes: Sequence[EpisodeWrite], now: datetime) 
     keys = [episode_identity(write.episode) for write in writes]
     ids = show_ids(conn, (show for show, _ in keys))
     rows = [
-        _values(write, ids[show], now) | {"first_seen_at": now}
+        _values(write, now) | {"show_id": ids[show], "first_seen_at": now}
         for (show, _), write in zip(keys, writes, strict=True)
     ]
     # Plain executemany, then read the ids back: SQLite cannot promise RETURNING order for
@@ -173,7 +172,7 @@ def _update(conn: sa.Connection, writes: Sequence[EpisodeWrite], now: datetime) 
     params = []
     for write in writes:
         assert write.id is not None
-        values = _values(write, 0, now)
+        values = _values(write, now)
         params.append(
             {"row_id": write.id} | {f"v_{name}": values[name] for name in _UPDATED_COLUMNS}
         )
