@@ -1,4 +1,5 @@
-"""Every public store method (facade, ledger, PR details) turns a database failure into one line.
+"""Every public store method turns a database failure into one line: the facade, the ledger,
+PR details and transcripts.
 
 The method lists are read off the classes, so a new public method that nobody listed here
 fails ``test_every_public_method_is_covered`` until it has a call (and so a translation).
@@ -21,7 +22,15 @@ from digests.models import Episode
 from digests.store import Store
 from digests.store.ledger import Ledger, LedgerRow, NewRow
 from digests.store.pr_details import PrDetailsStore
-from digests.types import EpisodeWrite, FetchState, LedgerState, PrDetails, UpsertIntents
+from digests.store.transcripts import TranscriptStore
+from digests.types import (
+    EpisodeWrite,
+    FetchState,
+    LedgerState,
+    PrDetails,
+    StoredTranscript,
+    UpsertIntents,
+)
 from tests.fixtures.store import POSTGRES_ENV, postgres_schema
 
 NOW = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)
@@ -107,6 +116,15 @@ PR_DETAILS_CALLS: dict[str, PrDetailsCall] = {
 }
 
 
+TranscriptCall = Callable[[TranscriptStore], object]
+TRANSCRIPT_CALLS: dict[str, TranscriptCall] = {
+    "get": lambda ts: ts.get("PyTorch", ["0" * 64]),
+    "save": lambda ts: ts.save(
+        [StoredTranscript("PyTorch", "0" * 64, "https://a.test/t.vtt", "ok", NOW)]
+    ),
+}
+
+
 def public(cls: type) -> set[str]:
     return {name for name, _ in inspect.getmembers(cls) if not name.startswith("_")}
 
@@ -115,6 +133,7 @@ def test_every_public_method_is_covered() -> None:
     assert public(Store) == set(STORE_CALLS) | STORE_WITHOUT_ERRORS
     assert public(Ledger) == set(LEDGER_CALLS) | LEDGER_WITHOUT_ERRORS
     assert public(PrDetailsStore) == set(PR_DETAILS_CALLS)
+    assert public(TranscriptStore) == set(TRANSCRIPT_CALLS)
 
 
 FAILURES = ["connections refused", "statements fail", "statements refused"]
@@ -214,6 +233,16 @@ def test_pr_details_method_fails_in_one_line(
     store, _ = failing
     with pytest.raises(StoreError) as caught:
         PR_DETAILS_CALLS[name](PrDetailsStore(store))
+    assert_one_line(caught)
+
+
+@pytest.mark.parametrize("name", sorted(public(TranscriptStore)))
+def test_transcript_method_fails_in_one_line(
+    name: str, failing: tuple[Store, sa.Connection]
+) -> None:
+    store, _ = failing
+    with pytest.raises(StoreError) as caught:
+        TRANSCRIPT_CALLS[name](TranscriptStore(store))
     assert_one_line(caught)
 
 
