@@ -19,6 +19,7 @@ from bot import home, interactivity, unfurl
 from bot.commands.base import Deps
 from bot.commands.cache import DEFAULT_TTL, TtlCache
 from bot.commands.slash import register_slash
+from bot.replay import replay_guard
 from bot.slack import make_web_client
 from config.settings import Settings
 from digests.render import Renderer
@@ -71,6 +72,7 @@ def build_app(
         authorize=None if client.token else _tokenless,
     )
     deps = Deps(settings=settings, store=store, renderer=renderer, now=now or _utcnow)
+    app.use(replay_guard(store, deps.now))
     register_slash(app, deps, TtlCache(ttl=reply_cache_ttl))
     interactivity.register(app, deps)
     home.register(app, deps)

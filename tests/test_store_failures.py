@@ -71,6 +71,7 @@ STORE_CALLS: dict[str, StoreCall] = {
     "episode_by_url": lambda s: s.episode_by_url("https://a.test/x"),
     "first_seen": lambda s: s.first_seen("PyTorch", ["g1"]),
     "archive_seen_at": lambda s: s.archive_seen_at("PyTorch"),
+    "first_request": lambda s: s.first_request("event:Ev1", NOW),
     "recent": lambda s: s.recent(5),
     "between": lambda s: s.between(NOW, NOW),
     "nearest": lambda s: s.nearest(NOW),

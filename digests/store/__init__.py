@@ -3,8 +3,8 @@
 ``Store.open(url)`` gives a migrated store. One class per aggregate, each over the one
 :class:`~digests.store.database.Database` (engine, transactions, migrations, the error
 translator): ``shows.py``, ``episodes.py`` (upsert state and intents), ``queries.py``,
-``search.py``, ``subscriptions.py``. Beside the facade, on the same database: the delivery
-ledger (``ledger.py``, ``locks.py``, ``ledger_writer.py``) and ``pr_details.py``. Tables are
+``search.py``, ``subscriptions.py``, ``requests.py`` (replays). Beside the facade, on the
+same database: the delivery ledger (``ledger.py``, ``locks.py``, ``ledger_writer.py``) and ``pr_details.py``. Tables are
 in ``schema.py``, migrations in ``migrations/``. Test fixtures: ``tests/fixtures/store.py``.
 """
 
@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from digests.store.database import Database
 from digests.store.episodes import EpisodesMixin
 from digests.store.queries import QueriesMixin
+from digests.store.requests import RequestsMixin
 from digests.store.search import SearchMixin
 from digests.store.shows import ShowsMixin
 from digests.store.subscriptions import SubscriptionsMixin
@@ -22,7 +23,9 @@ from digests.store.subscriptions import SubscriptionsMixin
 __all__ = ["Store"]
 
 
-class Store(ShowsMixin, EpisodesMixin, QueriesMixin, SearchMixin, SubscriptionsMixin):
+class Store(
+    ShowsMixin, EpisodesMixin, QueriesMixin, SearchMixin, SubscriptionsMixin, RequestsMixin
+):
     """Shows, episodes, search and subscriptions over one database (see the mixins).
 
     Every database failure leaves a method as a one-line ``StoreError``.

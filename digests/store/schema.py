@@ -206,3 +206,12 @@ episode_transcripts = sa.Table(
     sa.Column("fetched_at", UTCDateTime, nullable=False),
     sa.CheckConstraint("status IN ('ok', 'failed')", name="status"),
 )
+
+# Signed requests that change something (subscribe, button clicks, events), seen recently:
+# a replay of one within Slack's five minutes, or an event Slack retries, is not run twice.
+seen_requests = sa.Table(
+    "seen_requests",
+    metadata,
+    sa.Column("key", sa.String(100), primary_key=True),
+    sa.Column("seen_at", UTCDateTime, nullable=False, index=True),
+)
