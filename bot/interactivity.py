@@ -107,6 +107,8 @@ def _thread_target(
     channel, ts = _id(body, "channel"), posted.get("thread_ts") or posted.get("ts")
     if not channel or not ts or container.get("is_ephemeral"):
         return None
+    if container.get("channel_id") not in (None, channel):
+        return None  # a click that names another channel than its message's: no thread there
     if bot_user_id and bot_user_id in (posted.get("reply_users") or []):
         return None  # the thread already holds our reply (ours, or delivery's)
     if threaded.get(f"{channel}:{ts}"):
