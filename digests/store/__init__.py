@@ -4,8 +4,9 @@
 :class:`~digests.store.database.Database` (engine, transactions, migrations, the error
 translator): ``shows.py``, ``episodes.py`` (upsert state and intents), ``queries.py``,
 ``search.py``, ``subscriptions.py``, ``requests.py`` (replays). Beside the facade, on the
-same database: the delivery ledger (``ledger.py``, ``locks.py``, ``ledger_writer.py``) and ``pr_details.py``. Tables are
-in ``schema.py``, migrations in ``migrations/``. Test fixtures: ``tests/fixtures/store.py``.
+same database: the delivery ledger (``ledger.py``, ``locks.py``, ``ledger_writer.py``),
+``pr_details.py`` and ``transcripts.py``. Tables are in ``schema.py``, migrations in
+``migrations/``. Test fixtures: ``tests/fixtures/store.py``.
 """
 
 from __future__ import annotations
