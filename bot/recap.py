@@ -5,9 +5,15 @@ CLI and ``/episodes week`` use too; this module adds APScheduler and the deliver
 
 Which week a scheduled recap covers is decided from the *scheduled* time, not from when the
 job happens to run: the latest ``schedule.recap`` time at or before ``now`` (in
-``timezone``), and the ISO week that contains the day before it. So a Monday 09:00 recap
-covers the week that just ended — also when a clock that was down at 09:00 catches up on
-Tuesday — and a ``"sun 20:00"`` or ``"fri 17:00"`` recap covers the week it is sent in.
+``timezone``), and the last complete ISO week (Monday to Sunday) before it — whatever the
+weekday. So a Monday 09:00 recap covers the week that just ended, also when a clock that was
+down at 09:00 catches up on Tuesday; a ``"sun 20:00"`` or ``"fri 17:00"`` one covers the
+week before the one it is sent in, since that one is not over (a recap of half a week would
+miss the rest, and the next recap would not cover it either).
+
+Who gets it: the channels subscribed when it was due. A clock that comes back after the
+recap time posts it to those only; a channel subscribed in between never saw that week's
+digests here and gets its first recap next week.
 
 Exactly once: each channel's recap is a ``Delivery`` of kind ``"recap"`` keyed
 ``"<year>-W<ww>"``, so the ledger makes restarts, retries, catch-ups and a second clock
@@ -39,6 +45,7 @@ from config.settings import Settings
 from digests.recap import week_of
 from digests.render import Renderer
 from digests.store import Store
+from digests.types import Subscription
 
 __all__ = [
     "RECAP_GRACE",
@@ -93,9 +100,19 @@ def last_fire_time(settings: Settings, now: datetime) -> datetime:
 
 
 def covered_week(settings: Settings, now: datetime) -> tuple[int, int]:
-    """The ISO week a recap run at ``now`` covers (see the module docstring)."""
+    """The ISO week a recap run at ``now`` covers: the last one complete at the scheduled
+    time (see the module docstring)."""
     fired = last_fire_time(settings, now).astimezone(settings.tz)
-    return week_of(fired.date() - timedelta(days=1), settings.tz)
+    # The Sunday before the fire's day (a Monday's: the day before; a Sunday's: a week
+    # before, since that week is not over until midnight).
+    return week_of(fired.date() - timedelta(days=fired.isoweekday()), settings.tz)
+
+
+def _subscribed_by(sub: Subscription, when: datetime | None) -> bool:
+    created = sub.created_at
+    if when is None or created is None:
+        return True
+    return (created if created.tzinfo else created.replace(tzinfo=UTC)) <= when
 
 
 def recap_deliveries(
@@ -106,9 +123,15 @@ def recap_deliveries(
     year: int,
     week: int,
     channels: Sequence[str] | None = None,
+    subscribed_by: datetime | None = None,
 ) -> list[Delivery]:
-    """One recap ``Delivery`` per channel with ``recap = true`` (optionally only ``channels``)."""
-    subs = recap_subscriptions(store.subscriptions(include_paused=False), channels)
+    """One recap ``Delivery`` per channel with ``recap = true`` (optionally only ``channels``,
+    and only the subscriptions made at or before ``subscribed_by``)."""
+    subs = [
+        s
+        for s in recap_subscriptions(store.subscriptions(include_paused=False), channels)
+        if _subscribed_by(s, subscribed_by)
+    ]
     if not subs:
         return []
     # One query for the week; channels differ only in which of these they keep.
@@ -135,11 +158,21 @@ async def post_recaps(
     *,
     week: tuple[int, int] | None = None,
     channels: Sequence[str] | None = None,
+    subscribed_by: datetime | None = None,
 ) -> DeliveryReport:
     """Deliver the recap of the week a run at ``now`` covers (or of ``week``) to every
-    channel that wants one. Safe to call any number of times: the ledger posts once."""
+    channel that wants one (subscribed at or before ``subscribed_by``, when given). Safe to
+    call any number of times: the ledger posts once."""
     year, number = week or covered_week(settings, now)
-    items = recap_deliveries(settings, store, renderer, year=year, week=number, channels=channels)
+    items = recap_deliveries(
+        settings,
+        store,
+        renderer,
+        year=year,
+        week=number,
+        channels=channels,
+        subscribed_by=subscribed_by,
+    )
     report = await deliverer.deliver(items)
     log.info(
         "recap %d-W%02d: %d channels, %d posted, %d already there, %d failed",
@@ -165,7 +198,10 @@ def recap_job(
     """What ``Clock(..., extra_jobs=[...])`` calls to add the weekly recap job."""
 
     async def run() -> None:
-        await post_recaps(settings, store, deliverer, renderer, clock())
+        now = clock()
+        # Late (a clock back after the recap time): only the channels there when it was due.
+        due = last_fire_time(settings, now)
+        await post_recaps(settings, store, deliverer, renderer, now, subscribed_by=due)
 
     def add(scheduler: AsyncIOScheduler) -> None:
         now = clock()

@@ -16,6 +16,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+import sqlalchemy as sa
 from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_JOB_MISSED, JobExecutionEvent
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -33,8 +34,10 @@ from bot.recap import (
 )
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.models import Episode
+from digests.recap import week_bounds
 from digests.render import Renderer
 from digests.store import Store
+from digests.store.schema import subscriptions
 from tests.fixtures.delivery import copies, slack_outbox
 from tests.fixtures.recap import episode, pr, sample_week
 from tests.fixtures.store import pause_channel
@@ -76,6 +79,16 @@ def fill(store: Store, settings: Settings, episodes: list[Episode]) -> None:
     for show in settings.shows:
         store.ensure_show(show.name, show.feed, show.repo)
     store.upsert_episodes(episodes, datetime(2026, 10, 12, 6, 0, tzinfo=UTC))
+
+
+def backdate(store: Store, channel: str, when: datetime) -> None:
+    """The channel's subscriptions as if made at ``when`` (the store stamps the real time)."""
+    with store.engine.begin() as conn:
+        conn.execute(
+            sa.update(subscriptions)
+            .where(subscriptions.c.channel_id == channel)
+            .values(created_at=when)
+        )
 
 
 def subscribe_channels(store: Store) -> None:
@@ -149,14 +162,33 @@ def header(message: Mapping[str, Any]) -> str:
         ("mon 09:00", "UTC", datetime(2026, 1, 5, 9, 30, tzinfo=UTC), (2026, 1)),
         # 08:30 UTC on Monday is 09:30 in Berlin but only 04:30 in New York.
         ("mon 09:00", "America/New_York", datetime(2026, 10, 12, 8, 30, tzinfo=UTC), (2026, 40)),
-        # A Sunday-evening recap covers the week it is sent in.
-        ("sun 20:00", "Europe/Berlin", datetime(2026, 10, 11, 20, 0, tzinfo=BERLIN), (2026, 41)),
-        ("fri 17:00", "Europe/Berlin", datetime(2026, 10, 9, 18, 0, tzinfo=BERLIN), (2026, 41)),
+        # Issue 10 item 8 changed these two from the week they are sent in (41, not over yet)
+        # to the last complete week.
+        ("sun 20:00", "Europe/Berlin", datetime(2026, 10, 11, 20, 0, tzinfo=BERLIN), (2026, 40)),
+        ("fri 17:00", "Europe/Berlin", datetime(2026, 10, 9, 18, 0, tzinfo=BERLIN), (2026, 40)),
     ],
 )
 def test_covered_week(recap: str, tz: str, now: datetime, expected: tuple[int, int]) -> None:
     s = make_settings(timezone=tz, schedule=ScheduleConfig(recap=recap))
     assert covered_week(s, now) == expected
+
+
+@pytest.mark.parametrize("day", ["mon", "tue", "wed", "thu", "fri", "sat", "sun"])
+@pytest.mark.parametrize("at", ["00:00", "09:00", "23:59"])
+def test_a_recap_covers_the_last_complete_week_whatever_its_weekday(day: str, at: str) -> None:
+    s = make_settings(schedule=ScheduleConfig(recap=f"{day} {at}"))
+    # Any moment of week 42 (12–18 Oct 2026, Berlin) after that week's recap time: W41,
+    # the last week that was over when the recap was due — never the half-gone W42.
+    days = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+    hour, minute = (int(x) for x in at.split(":"))
+    due = datetime(2026, 10, 12 + days.index(day), hour, minute, tzinfo=BERLIN)
+    for later in (timedelta(0), timedelta(hours=3), timedelta(days=6, hours=23, minutes=59)):
+        now = due + later
+        assert last_fire_time(s, now) == due
+        assert covered_week(s, now) == (2026, 41)
+        # The week it covers is over by the time it is due, and it is the latest such.
+        _, end = week_bounds(2026, 41, BERLIN)
+        assert end <= due < end + timedelta(days=7)
 
 
 @pytest.mark.parametrize(
@@ -425,6 +457,8 @@ async def test_a_clock_down_at_recap_time_posts_when_it_comes_back(
     )
     fill(store, s, [])
     store.subscribe(TEAM, "C1", "PyTorch")
+    # C1 was there when the recap was due (issue 10 item 8: later ones wait a week).
+    backdate(store, "C1", real_now - timedelta(days=3))
     d = deliverer(deliverers, store, slack_fake)
     scheduler, event = await _run_scheduler(s, store, d, EVENT_JOB_EXECUTED | EVENT_JOB_MISSED)
     try:
@@ -435,6 +469,37 @@ async def test_a_clock_down_at_recap_time_posts_when_it_comes_back(
         assert job.next_run_time == last_fire_time(s, real_now) + timedelta(days=7)
     finally:
         scheduler.shutdown(wait=False)
+
+
+async def test_a_clock_back_after_recap_time_skips_channels_subscribed_since(
+    store: Store, slack_fake: SlackFake, deliverers: list[Deliverer]
+) -> None:
+    real_now = datetime.now(UTC)
+    s = make_settings(
+        timezone="UTC", schedule=_recap_at(real_now - timedelta(hours=1)), quiet_week=True
+    )
+    fill(store, s, [])
+    due = last_fire_time(s, real_now)
+    for channel in ("C1", "C2", "C3"):
+        store.subscribe(TEAM, channel, "PyTorch")
+    backdate(store, "C1", due - timedelta(days=2))
+    backdate(store, "C2", due)  # at the very time it was due: it was there
+    # C3 subscribed while this clock was down, after the recap was due.
+    backdate(store, "C3", due + timedelta(minutes=30))
+    d = deliverer(deliverers, store, slack_fake)
+    scheduler, event = await _run_scheduler(s, store, d, EVENT_JOB_EXECUTED | EVENT_JOB_MISSED)
+    try:
+        assert event.code == EVENT_JOB_EXECUTED and event.exception is None
+        year, week = covered_week(s, real_now)
+        key = f"{year}-W{week:02d}"
+        assert copies(slack_fake, "C1", key) == 1
+        assert copies(slack_fake, "C2", key) == 1
+        assert slack_fake.messages("C3") == []
+    finally:
+        scheduler.shutdown(wait=False)
+    # A later run of the same week (another clock, a retry) leaves C3 alone too.
+    report = await post_recaps(s, store, d, Renderer(tz=s.tz), real_now, subscribed_by=due)
+    assert report.posted == [] and slack_fake.messages("C3") == []
 
 
 async def test_a_recap_missed_by_more_than_the_grace_waits_for_next_week(
