@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from config.settings import DEFAULT_REPO, Settings, load_settings
+from config.settings import Settings, load_settings
 from digests.errors import DigestError, EpisodeNotFound
 from digests.models import Episode
 from digests.redact import redact_url
@@ -106,11 +106,12 @@ def _dispatch(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
 
             for episode in episodes:
                 prs = len(episode.pull_requests)
-                # The JSON keeps the contract's ISO date (the sentinel); people read a word.
+                # The JSON keeps the contract's UTC ISO date (null: undated); people read the
+                # day where they are, as every digest shows it, or a word.
                 when = (
                     "undated"
                     if episode.published_at == UNKNOWN_DATE
-                    else f"{episode.published_at:%Y-%m-%d}"
+                    else f"{episode.published_at.astimezone(settings.tz):%Y-%m-%d}"
                 )
                 count = f"{prs} PR" if prs == 1 else f"{prs} PRs"
                 out.write(f"{when:<10}  {episode.headline}  ({count})\n")
@@ -142,8 +143,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
 def _episodes_from(
     settings: Settings, source: str, show: str | None, repo: str | None
 ) -> list[Episode]:
-    """The pipeline's fetch → parse → extract phases, with the show and repo taken from the
-    options, else the config (the show the source names), else the source itself."""
+    """The pipeline's fetch → parse → extract phases. The show: ``--show``, else the one the
+    source names, else (a source naming none) the first configured. Its repository:
+    ``--repo``, else the configured show's; a show not configured has none, so a PR it
+    names without a link points where the source's own PR links do, or nowhere."""
     from bot.ingest import FeedRequest, extract_episodes, fetch_feed, parse_feed
     from digests.fetch import make_http_client
 
@@ -153,13 +156,45 @@ def _episodes_from(
         return result.content or b""
 
     parsed = parse_feed(asyncio.run(get()), source)
-    configured = settings.show(show or parsed.show_title or "") or (
-        settings.shows[0] if settings.shows else None
-    )
+    named = show or parsed.show_title
+    configured = settings.show(named or "")
+    if configured is None and not named and settings.shows:
+        configured = settings.shows[0]
     name = show or (configured.name if configured else None) or parsed.show_title or "Podcast"
-    return list(
-        extract_episodes(parsed, name, repo or (configured.repo if configured else DEFAULT_REPO))
-    )
+    known = repo or (configured.repo if configured else None)
+    if known:
+        return list(extract_episodes(parsed, name, known))
+    return [_unpointed(e) for e in extract_episodes(parsed, name, _NO_REPO)]
+
+
+# Where extraction points a PR named without a link when the show's repository is unknown:
+# a name no GitHub repository can have (a leading dot), replaced before anyone sees it.
+_NO_REPO = ".digestbot/.unknown"
+_NO_REPO_BASE = f"https://github.com/{_NO_REPO}/pull/"
+
+
+def _unpointed(episode: Episode) -> Episode:
+    """The episode's PRs named without a link, pointed at the one repository the episode
+    links PRs of, or at nothing (several, or none): never at a guessed one."""
+    from dataclasses import replace
+
+    from digests.render.prs import pr_repo
+
+    linked = {
+        r.casefold(): r
+        for pr in episode.pull_requests
+        if not pr.url.startswith(_NO_REPO_BASE) and (r := pr_repo(pr.url))
+    }
+    base = f"https://github.com/{next(iter(linked.values()))}/pull/" if len(linked) == 1 else ""
+    refs, seen = [], set()
+    for pr in episode.pull_requests:
+        if pr.url.startswith(_NO_REPO_BASE):
+            pr = replace(pr, url=f"{base}{pr.number}" if base else "")
+        key = pr.url or f"#{pr.number}"
+        if key not in seen:
+            seen.add(key)
+            refs.append(pr)
+    return episode.model_copy(update={"pull_requests": tuple(refs)})
 
 
 def _choose(episodes: list[Episode], guid: str | None, source: str) -> Episode:

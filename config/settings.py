@@ -37,7 +37,7 @@ DEFAULT_LABEL_WEIGHTS: dict[str, int] = {
     "topic: performance": 2,
     "topic: not user facing": -3,
 }
-# Where "PR 123" points when a show names no repository (the CLI's too).
+# Where "PR 123" points when a configured show names no repository.
 DEFAULT_REPO = "pytorch/pytorch"
 # Public channels (C), private ones and group DMs (G), DMs (D).
 CHANNEL_ID_PATTERN = r"^[CGD][A-Z0-9]{2,}$"

@@ -118,6 +118,86 @@ def test_parse_text_says_undated_for_an_episode_without_a_date(tmp_path: Path) -
     assert undated["published_at"] is None
 
 
+def jax_page(tmp_path: Path, extra: str = "") -> Path:
+    """An episode page of JAX, a show the embedded config does not have (it has PyTorch)."""
+    text = (DATA / "page-bullets.txt").read_text().replace("PyTorch", "JAX")
+    page = tmp_path / "jax-page.txt"
+    page.write_text(text.replace("Then…", f"{extra}\n\nThen…"))
+    return page
+
+
+def test_parse_a_page_of_a_show_not_configured_keeps_its_show_and_invents_no_repo(
+    tmp_path: Path,
+) -> None:
+    # Issue 10 item 10: it was the first configured show (PyTorch) and its repository.
+    result = run_cli("parse", str(jax_page(tmp_path)), "--json")
+    assert result.returncode == 0, result.stderr
+    (episode,) = json.loads(result.stdout)
+    assert episode["show"] == "JAX"
+    prs = episode["pull_requests"]
+    assert [pr["number"] for pr in prs] == [176201, 176188, 176190]
+    # No repository is known: the PRs link nowhere rather than somewhere wrong.
+    assert [pr["url"] for pr in prs] == ["", "", ""]
+    assert "pytorch/pytorch" not in result.stdout
+
+    rendered = run_cli("render", str(jax_page(tmp_path)), "--no-github")
+    assert rendered.returncode == 0, rendered.stderr
+    assert "pytorch/pytorch" not in rendered.stdout and "github.com" not in rendered.stdout
+    assert "#176201" in rendered.stdout
+    assert json.loads(rendered.stdout)["text"].startswith("JAX: ")
+
+
+def test_a_page_of_a_show_not_configured_points_prs_where_its_own_links_do(
+    tmp_path: Path,
+) -> None:
+    page = jax_page(tmp_path, "The follow-up is https://github.com/jax-ml/jax/pull/176300 there.")
+    (episode,) = json.loads(run_cli("parse", str(page), "--json").stdout)
+    urls = {pr["number"]: pr["url"] for pr in episode["pull_requests"]}
+    assert urls[176201] == "https://github.com/jax-ml/jax/pull/176201"
+    assert urls[176300] == "https://github.com/jax-ml/jax/pull/176300"
+    # Two repositories linked: which one "PR 176201" means is not known.
+    two = jax_page(
+        tmp_path,
+        "See https://github.com/jax-ml/jax/pull/176300 and "
+        "https://github.com/openxla/xla/pull/9 too.",
+    )
+    (episode,) = json.loads(run_cli("parse", str(two), "--json").stdout)
+    urls = {pr["number"]: pr["url"] for pr in episode["pull_requests"]}
+    assert urls[176201] == "" and urls[9] == "https://github.com/openxla/xla/pull/9"
+
+
+def test_repo_and_show_options_still_set_them(tmp_path: Path) -> None:
+    page = str(jax_page(tmp_path))
+    (episode,) = json.loads(run_cli("parse", page, "--json", "--repo", "jax-ml/jax").stdout)
+    assert episode["show"] == "JAX"
+    assert episode["pull_requests"][0]["url"] == "https://github.com/jax-ml/jax/pull/176201"
+    (named,) = json.loads(run_cli("parse", page, "--json", "--show", "PyTorch").stdout)
+    assert named["show"] == "PyTorch"
+    assert named["pull_requests"][0]["url"] == "https://github.com/pytorch/pytorch/pull/176201"
+    rendered = run_cli("render", page, "--repo", "jax-ml/jax", "--no-github")
+    assert "<https://github.com/jax-ml/jax/pull/176201|#176201>" in rendered.stdout
+
+
+def test_parse_text_dates_are_in_the_configured_timezone(tmp_path: Path) -> None:
+    feed = tmp_path / "feed.xml"
+    feed.write_text(
+        '<?xml version="1.0"?><rss version="2.0"><channel><title>PyTorch</title>'
+        "<item><title>PyTorch: Late</title><guid>a</guid>"
+        "<pubDate>Tue, 06 Oct 2026 03:00:00 GMT</pubDate><description>PR 1.</description>"
+        "</item></channel></rss>"
+    )
+    config = tmp_path / "digestbot.toml"
+    config.write_text(
+        f'timezone = "America/Los_Angeles"\n\n[[shows]]\nname = "PyTorch"\nfeed = "{feed}"\n'
+    )
+    text = run_cli("--config", str(config), "parse", str(feed))
+    assert text.returncode == 0, text.stderr
+    # 03:00 UTC on the 6th is the evening of the 5th in California.
+    assert text.stdout.splitlines() == ["2026-10-05  Late  (1 PR)"]
+    (episode,) = json.loads(run_cli("--config", str(config), "parse", str(feed), "--json").stdout)
+    assert episode["published_at"] == "2026-10-06T03:00:00Z"
+
+
 def test_parse_the_real_samples_when_present() -> None:
     samples = ROOT.parent / "shared" / "samples"
     if not samples.is_dir():
