@@ -8,11 +8,11 @@ no-archive rules testable as tables.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from digests.filters import Filter, FilterSyntaxError
 from digests.models import Episode
 from digests.types import (
     Action,
@@ -56,16 +56,22 @@ def episode_key(show: str, guid: str) -> str:
 
 
 def matches(episode: Episode, keywords: Iterable[str]) -> bool:
-    """Any keyword, case-insensitive, in headline, summary or transcript (no keywords: all).
+    """Whether ``episode`` passes a subscription's filter terms (none: every episode).
 
-    A keyword matches at the start of a word, so "kernel" finds "kernels" but "mps" does
-    not find "jumps".
+    Terms as ``digests.filters`` reads them: words and phrases (any of them), ``+word``
+    (must be there), ``-word`` (must not); each at the start of a word, case-insensitive,
+    in headline, summary, transcript and the titles and areas of its PRs when known. So
+    "kernel" finds "kernels" but "mps" does not find "jumps".
     """
-    words = [w.casefold().strip() for w in keywords if w.strip()]
-    if not words:
+    terms = [k for k in keywords if k.strip()]
+    if not terms:
         return True
-    haystack = "\n".join((episode.headline, episode.summary, episode.transcript)).casefold()
-    return any(re.search(r"(?<!\w)" + re.escape(word), haystack) for word in words)
+    try:
+        chosen = Filter.from_terms(terms)
+    except FilterSyntaxError:
+        chosen = Filter.from_keywords(terms)  # a stray "+" stored long ago: words as they are
+    extra = [f"{info.title} {info.area or ''}" for info in episode.pr_info]
+    return chosen.matches(episode, extra)
 
 
 def _newest(episodes: Sequence[Episode], count: int) -> set[str]:

@@ -15,7 +15,7 @@ from digests.decide import (
     matches,
     next_poll_at,
 )
-from digests.models import Episode
+from digests.models import Episode, PrInfo
 from digests.types import Due, FetchState, LedgerEntry, Subscription
 
 SHOW = "PyTorch"
@@ -498,3 +498,21 @@ def test_the_archive_read_after_a_config_subscription_is_not_new() -> None:
         archive_seen_at=first_poll,
     )
     assert plan(result) == [("C1", "g3", "post")]
+
+
+@pytest.mark.parametrize(
+    ("terms", "expected"),
+    [
+        (("inductor", "-rocm"), False),  # -rocm excludes: the transcript names ROCm
+        (("inductor", "+mps"), True),
+        (("+cuda",), False),
+        (("flex attention",), True),  # a phrase, across any whitespace
+        (("dynamo",), True),  # a PR title GitHub gave
+        (("+", "inductor"), True),  # a stray sign stored long ago reads as words
+    ],
+)
+def test_matches_reads_filter_terms_and_pr_titles(terms: tuple[str, ...], expected: bool) -> None:
+    episode = ep(
+        6, headline="Flex  Attention on MPS", summary="Inductor kernels.", transcript="ROCm next."
+    ).model_copy(update={"pr_info": (PrInfo(number=1, title="[dynamo] guard fix"),)})
+    assert matches(episode, terms) is expected
