@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
-import sqlalchemy as sa
 
 from bot.delivery import Deliverer, Delivery
 from bot.outbox import PrintOutbox, metadata_for
 from digests.store import Store
 from digests.store.ledger import Ledger
-from digests.store.schema import deliveries
 from tests.fixtures.delivery import copies, digest, keys_in, slack_outbox, thread
+from tests.fixtures.ledger import seed_row
 from tests.fixtures.store import resume_channel
 from tests.slackfake import SlackFake
 
@@ -147,22 +146,8 @@ async def test_crash_recovery_finds_the_post_in_history(
     landed_ts = await outbox.post(
         "C1", digest("landed"), metadata=metadata_for("PyTorch:g1", "episode", "digest")
     )
-    with ledger.engine.begin() as conn:
-        for channel in ("C1", "C2"):
-            conn.execute(
-                sa.insert(deliveries).values(
-                    team_id=TEAM,
-                    channel_id=channel,
-                    kind="episode",
-                    key="PyTorch:g1",
-                    state="posting",
-                    owner="dead-host:1:abc",
-                    attempts=1,
-                    claimed_at=datetime.now(UTC) - timedelta(seconds=5),
-                    created_at=NOW,
-                    updated_at=NOW,
-                )
-            )
+    for channel in ("C1", "C2"):
+        seed_row(store, channel, key="PyTorch:g1", team=TEAM, created_at=NOW)
 
     d = make(deliverers, store, slack_fake)
     report = await d.deliver([item("C1"), item("C2")])
@@ -182,21 +167,15 @@ async def test_a_live_owner_is_left_alone(
 ) -> None:
     first = make(deliverers, store, slack_fake)
     await first.deliver([item("C0")])  # registers its owner as alive
-    with Ledger.for_store(store).engine.begin() as conn:
-        conn.execute(
-            sa.insert(deliveries).values(
-                team_id=TEAM,
-                channel_id="C1",
-                kind="episode",
-                key="PyTorch:g1",
-                state="posting",
-                owner=first.owner,
-                attempts=1,
-                claimed_at=NOW,
-                created_at=NOW,
-                updated_at=NOW,
-            )
-        )
+    seed_row(
+        store,
+        "C1",
+        key="PyTorch:g1",
+        team=TEAM,
+        owner=first.owner,
+        claimed_at=NOW,
+        created_at=NOW,
+    )
     second = make(deliverers, store, slack_fake)
     report = await second.deliver([item("C1")])
     assert report.busy == [(TEAM, "C1", "episode", "PyTorch:g1")]

@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-import sqlalchemy as sa
 
 from bot.delivery import Deliverer, Delivery
 from bot.outbox import EVENT_TYPE, PrintOutbox, metadata_for
@@ -23,9 +22,9 @@ from bot.poll import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.store import Store
 from digests.store.ledger import Ledger
-from digests.store.schema import deliveries
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import rss, rss_item, slack_outbox
+from tests.fixtures.ledger import crash_all
 from tests.slackfake import SlackFake
 
 TEAM = "T1"
@@ -262,8 +261,7 @@ async def test_an_edit_cut_short_by_a_crash_is_finished_once(
             )
     finally:
         await outbox.close()
-    with Ledger.for_store(store).engine.begin() as conn:
-        conn.execute(sa.update(deliveries).values(state="posting", owner=DEAD))
+    crash_all(store, DEAD)
 
     report = await poll(settings, store, deliverer, http)
 

@@ -26,9 +26,9 @@ from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.decide import episode_key
 from digests.store import Store
 from digests.store.ledger import Ledger, OwnerLock, ShowLock
-from digests.store.schema import deliveries
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import digest, rss, rss_item, slack_outbox
+from tests.fixtures.ledger import seed_row
 from tests.slackfake import SlackFake
 
 TEAM = "T1"
@@ -52,22 +52,17 @@ def left_posting(
     ts: str | None = None,
     claimed_at: datetime | None = None,
 ) -> None:
-    with Ledger.for_store(store).engine.begin() as conn:
-        conn.execute(
-            sa.insert(deliveries).values(
-                team_id=TEAM,
-                channel_id=channel,
-                kind="episode",
-                key=key,
-                state=state,
-                owner=owner,
-                ts=ts,
-                attempts=1,
-                claimed_at=claimed_at or datetime.now(UTC) - timedelta(seconds=5),
-                created_at=NOW,
-                updated_at=NOW,
-            )
-        )
+    seed_row(
+        store,
+        channel,
+        key=key,
+        team=TEAM,
+        owner=owner,
+        state=state,
+        ts=ts,
+        claimed_at=claimed_at,
+        created_at=NOW,
+    )
 
 
 async def landed(fake: SlackFake, channel: str, replies: int, key: str = KEY) -> str:
