@@ -149,6 +149,11 @@ def register(app: AsyncApp, deps: Deps) -> None:
         context: AsyncBoltContext,
     ) -> None:
         episode: Episode | None = None
+        # Going under a digest whose delivered thread reply has the transcript: not twice.
+        # (Looked at again after the read, where it is also claimed, with no await between.)
+        in_thread = deps.settings.thread_replies and (
+            _thread_target(body, context.bot_user_id, threaded) is not None
+        )
         try:
             episode = await asyncio.to_thread(
                 lambda: attach_one(deps.settings, deps.store, episode_of(body, deps))
@@ -156,7 +161,11 @@ def register(app: AsyncApp, deps: Deps) -> None:
             if episode is None:
                 replies = [message(msg.EPISODE_GONE, [section(msg.EPISODE_GONE)])]
             else:
-                replies = deps.renderer.key_prs(episode) if episode.pull_requests else []
+                replies = (
+                    deps.renderer.key_prs(episode, in_thread=in_thread)
+                    if episode.pull_requests
+                    else []
+                )
                 replies = replies or [message(msg.KEY_PRS_NONE, [section(msg.KEY_PRS_NONE)])]
         except Exception as exc:
             log.exception("Key PRs button failed")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
-from digests.models import Episode, PullRequestRef
-from digests.render import Renderer
+from digests.models import Episode, PrInfo, PullRequestRef
+from digests.render import Message, Renderer
 
 
 def episode(prs: int) -> Episode:
@@ -50,3 +51,44 @@ def test_one_pr_past_the_digest_is_one_more() -> None:
     assert heading(reply) == "*One more PR* (3 of 3)"
     (more,) = Renderer(max_prs=2).thread_reply(episode(4))
     assert heading(more) == "*More PRs* (3–4 of 4)"
+
+
+def texts(messages: list[Message]) -> str:
+    return "\n".join(json.dumps(m["blocks"], ensure_ascii=False) for m in messages)
+
+
+def with_transcript(prs: int) -> Episode:
+    return episode(prs).model_copy(
+        update={"transcript": "The whole conversation, which says much more than the summary."}
+    )
+
+
+def test_key_prs_under_a_thread_that_has_the_transcript_does_not_post_it_again() -> None:
+    r = Renderer(max_prs=8)
+    e = with_transcript(3)
+    # The delivered thread reply carries the transcript (it says more than the digest).
+    assert "Transcript excerpt" in texts(r.thread_reply(e))
+    in_thread = texts(r.key_prs(e, in_thread=True))
+    assert "Transcript excerpt" not in in_thread and "whole conversation" not in in_thread
+    assert "*All 3 PRs in this episode*" in in_thread
+    # Anywhere else (an ephemeral answer) it is the whole answer, as before.
+    assert "whole conversation" in texts(r.key_prs(e))
+
+
+def test_prs_of_one_sentence_quote_it_once_in_the_thread() -> None:
+    sentence = "Twelve PRs land the whole series in one go."
+    e = episode(0).model_copy(
+        update={
+            "pull_requests": tuple(
+                PullRequestRef(n, f"https://github.com/pytorch/pytorch/pull/{n}", sentence)
+                for n in range(100, 112)
+            )
+        }
+    )
+    for messages in (Renderer().key_prs(e), Renderer(max_prs=2).thread_reply(e)):
+        text = texts(messages)
+        assert text.count(sentence) == 1
+        assert all(f"/pull/{n}|#{n}>" in text for n in range(102, 112))
+    details = e.model_copy(update={"pr_info": tuple(PrInfo(n, f"T{n}") for n in range(100, 112))})
+    text = texts(Renderer().key_prs(details))
+    assert text.count(sentence) == 1 and "*T111*" in text

@@ -83,10 +83,13 @@ def _pr_filters(repos: Mapping[str, str]) -> dict[str, Callable[..., Any]]:
 
 @dataclass(frozen=True)
 class PrGroup:
-    """PRs named side by side in one sentence, shown on one line with that sentence once."""
+    """PRs named side by side in one sentence, shown on one line with that sentence once.
+    ``continued``: a further line of the same sentence (past ``most``), which a digest or
+    thread shows without the sentence it just quoted."""
 
     prs: tuple[Any, ...]
     context: str
+    continued: bool = False
 
 
 def pr_groups(
@@ -104,9 +107,9 @@ def pr_groups(
         same = key(pr) if key is not None else context
         joins = bool(groups) and bool(context) and groups[-1].context == context and same == last
         if joins and len(groups[-1].prs) < most:
-            groups[-1] = PrGroup((*groups[-1].prs, pr), context)
+            groups[-1] = PrGroup((*groups[-1].prs, pr), context, groups[-1].continued)
         else:
-            groups.append(PrGroup((pr,), context))
+            groups.append(PrGroup((pr,), context, joins))
         last = same
     return groups
 

@@ -127,17 +127,27 @@ class Renderer:
             episode,
             # With GitHub details the digest shows the few key PRs: the thread lists all.
             first=0 if episode.pr_info else min(self.max_prs, len(episode.pull_requests)),
-            transcript=says_more(
-                episode.transcript,
-                episode.summary,
-                [pr.context for pr in episode.pull_requests],
-            ),
+            transcript=self.threads_transcript(episode),
         )
 
-    def key_prs(self, episode: Episode) -> list[Message]:
+    def threads_transcript(self, episode: Episode) -> bool:
+        """Whether ``thread_reply`` carries the transcript excerpt: when it says more than
+        the summary and the PRs' sentences."""
+        return says_more(
+            episode.transcript, episode.summary, [pr.context for pr in episode.pull_requests]
+        )
+
+    def key_prs(self, episode: Episode, *, in_thread: bool = False) -> list[Message]:
         """Every PR with its whole sentence, then the transcript excerpt: the "Key PRs"
-        button's answer. ``[]`` when the episode has neither."""
-        return self._thread(episode, first=0, transcript=bool(episode.transcript.strip()))
+        button's answer. ``[]`` when the episode has neither.
+
+        ``in_thread``: the answer goes under a digest posted with its thread reply
+        (``thread_replies``); the transcript is there already when ``thread_reply`` put it
+        there, and is not posted again."""
+        transcript = bool(episode.transcript.strip()) and not (
+            in_thread and self.threads_transcript(episode)
+        )
+        return self._thread(episode, first=0, transcript=transcript)
 
     def _thread(self, episode: Episode, *, first: int, transcript: bool) -> list[Message]:
         script = self.script(
