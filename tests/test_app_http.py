@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+import pytest
 
 from bot.app import build_app
 from bot.server import build_asgi
@@ -27,6 +28,7 @@ from tests.fixtures.app import (
     RunningApp,
     SlackSender,
     assert_valid_message,
+    in_process,
     sign,
 )
 from tests.fixtures.store import pause_channel
@@ -70,26 +72,32 @@ def test_signed_request_is_answered(served_app: RunningApp) -> None:
     assert reply(served_app.sender.slash("recent 1"))["text"] == "Latest episode"
 
 
-# The tables below run against one app each (starting one per row would double the run time
-# of this file); every assertion names its row.
+# Tests that only read run on one shared app per backend (``readonly_app``): a table row
+# costs a request, not a seeded store.
 
 
-def test_bad_signatures_get_401_and_touch_nothing(slack_app: RunningApp) -> None:
-    cases: list[tuple[str, dict[str, Any]]] = [
+@pytest.mark.parametrize(
+    ("how", "kwargs"),
+    [
         ("unsigned", {"signed": False}),
         ("wrong secret", {"secret": "not-the-secret"}),
         ("stale timestamp", {"timestamp": int(time.time()) - 6 * 60}),
         ("future timestamp", {"timestamp": int(time.time()) + 6 * 60}),
-    ]
-    for how, kwargs in cases:
-        body = slack_app.sender.slash_body("subscribe fsdp")
-        response = slack_app.sender.post(body, "application/x-www-form-urlencoded", **kwargs)
-        assert response.status_code == 401, how
+    ],
+)
+def test_bad_signatures_get_401_and_touch_nothing(
+    readonly_app: RunningApp, how: str, kwargs: dict[str, Any]
+) -> None:
+    slack_app = readonly_app
+    body = slack_app.sender.slash_body("subscribe fsdp")
+    response = slack_app.sender.post(body, "application/x-www-form-urlencoded", **kwargs)
+    assert response.status_code == 401, how
     assert slack_app.store.subscriptions(team_id=TEAM) == []
     assert slack_app.fake.calls == []
 
 
-def test_tampered_body_gets_401(slack_app: RunningApp) -> None:
+def test_tampered_body_gets_401(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     ts = int(time.time())
     signed = slack_app.sender.slash_body("list")
     headers = {
@@ -142,20 +150,24 @@ def test_healthz_503_when_the_store_is_unreachable(
 # -- subcommands --------------------------------------------------------------------------
 
 
-def test_recent_lists_the_newest_one_line_each(slack_app: RunningApp) -> None:
+@pytest.mark.parametrize(("text", "count"), [("", 5), ("recent", 5), ("recent 3", 3), ("20", 20)])
+def test_recent_lists_the_newest_one_line_each(
+    readonly_app: RunningApp, text: str, count: int
+) -> None:
+    slack_app = readonly_app
     urls = [e.url for e in slack_app.episodes]
-    for text, count in [("", 5), ("recent", 5), ("recent 3", 3), ("20", 20)]:
-        body = reply(slack_app.sender.slash(text))
-        listed = mrkdwn(body)
-        shown = [u for u in urls if f"{u}|" in listed]
-        assert shown == urls[:count], text
-        # Newest first: each URL appears before the next older one.
-        positions = [listed.index(f"{u}|") for u in shown]
-        assert positions == sorted(positions), text
-        assert share_value(body) == f"recent {count}", text
+    body = reply(slack_app.sender.slash(text))
+    listed = mrkdwn(body)
+    shown = [u for u in urls if f"{u}|" in listed]
+    assert shown == urls[:count], text
+    # Newest first: each URL appears before the next older one.
+    positions = [listed.index(f"{u}|") for u in shown]
+    assert positions == sorted(positions), text
+    assert share_value(body) == f"recent {count}", text
 
 
-def test_recent_line_has_date_duration_and_pr_count(slack_app: RunningApp) -> None:
+def test_recent_line_has_date_duration_and_pr_count(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     body = reply(slack_app.sender.slash("recent 1"))
     line = body["blocks"][1]["text"]["text"]
     assert line == (
@@ -163,7 +175,8 @@ def test_recent_line_has_date_duration_and_pr_count(slack_app: RunningApp) -> No
     )
 
 
-def test_hostile_titles_come_back_escaped(slack_app: RunningApp) -> None:
+def test_hostile_titles_come_back_escaped(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     body = reply(slack_app.sender.slash("recent 3"))
     listed = mrkdwn(body)
     assert "&lt;!channel&gt; Quiet Weekend &amp; &lt;@U666&gt;" in listed
@@ -183,15 +196,20 @@ BAD_ARGUMENTS: list[tuple[str, str, str | None]] = [
 ]
 
 
-def test_bad_arguments_get_one_line_and_usage(slack_app: RunningApp) -> None:
-    for text, reason, usage_of in BAD_ARGUMENTS:
-        got_reason, usage = usage_error(reply(slack_app.sender.slash(text)))
-        assert reason in got_reason, text[:40]
-        expected = f"/episodes {usage_of}" if usage_of else "/episodes [recent"
-        assert expected in usage, text[:40]
+@pytest.mark.parametrize(
+    ("text", "reason", "usage_of"), BAD_ARGUMENTS, ids=[row[0][:20] for row in BAD_ARGUMENTS]
+)
+def test_bad_arguments_get_one_line_and_usage(
+    readonly_app: RunningApp, text: str, reason: str, usage_of: str | None
+) -> None:
+    got_reason, usage = usage_error(reply(readonly_app.sender.slash(text)))
+    assert reason in got_reason, text[:40]
+    expected = f"/episodes {usage_of}" if usage_of else "/episodes [recent"
+    assert expected in usage, text[:40]
 
 
-def test_latest_is_the_full_digest_with_buttons(slack_app: RunningApp) -> None:
+def test_latest_is_the_full_digest_with_buttons(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     body = reply(slack_app.sender.slash("latest"))
     assert body["blocks"][0] == {
         "type": "header",
@@ -208,7 +226,8 @@ def test_latest_is_the_full_digest_with_buttons(slack_app: RunningApp) -> None:
     assert "https://github.com/pytorch/pytorch/pull/199687|#199687" in mrkdwn(body)
 
 
-def test_nearby_by_pr_shows_neighbours_and_the_page_list(slack_app: RunningApp) -> None:
+def test_nearby_by_pr_shows_neighbours_and_the_page_list(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     body = reply(slack_app.sender.slash("nearby #199720"))
     texts = [b["text"]["text"] for b in body["blocks"] if b["type"] == "section"]
     assert texts[0] == "*Around “All-Gather Showdown and Stack-Aware Merges”*"
@@ -224,28 +243,30 @@ def test_nearby_by_pr_shows_neighbours_and_the_page_list(slack_app: RunningApp) 
     ]
 
 
-def test_nearby_finds_the_closest_episode(slack_app: RunningApp) -> None:
-    cases = [
+@pytest.mark.parametrize(
+    ("text", "center"),
+    [
         ("nearby 2026-10-04", "Sat 3 Oct 2026"),  # 23 h before noon beats 25 h after
         ("nearby 2026-10-05", "Mon 5 Oct 2026"),
         ("nearby Compiler Parity Push", "Thu 1 Oct 2026"),  # exact title
         ("nearby parity compiler", "Thu 1 Oct 2026"),  # every word of the title
-    ]
-    for text, center in cases:
-        body = reply(slack_app.sender.slash(text))
-        this = next(
-            b for b in body["blocks"] if "*This episode*" in b.get("text", {}).get("text", "")
-        )
-        assert center in this["text"]["text"], text
-        assert share_value(body) == text
+    ],
+)
+def test_nearby_finds_the_closest_episode(readonly_app: RunningApp, text: str, center: str) -> None:
+    body = reply(readonly_app.sender.slash(text))
+    this = next(b for b in body["blocks"] if "*This episode*" in b.get("text", {}).get("text", ""))
+    assert center in this["text"]["text"], text
+    assert share_value(body) == text
 
 
-def test_nearby_nothing(slack_app: RunningApp) -> None:
+def test_nearby_nothing(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     body = reply(slack_app.sender.slash("nearby #4242"))
     assert body["blocks"][0]["text"]["text"] == "No episode near PR #4242."
 
 
-def test_pr_lists_every_episode_newest_first_with_the_sentence(slack_app: RunningApp) -> None:
+def test_pr_lists_every_episode_newest_first_with_the_sentence(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     body = reply(slack_app.sender.slash("pr #199720"))
     sections = [b["text"]["text"] for b in body["blocks"] if b["type"] == "section"]
     assert sections[0] == (
@@ -258,7 +279,8 @@ def test_pr_lists_every_episode_newest_first_with_the_sentence(slack_app: Runnin
     assert len(sections) == 3
 
 
-def test_pr_unknown(slack_app: RunningApp) -> None:
+def test_pr_unknown(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     body = reply(slack_app.sender.slash("pr 1"))
     assert body["blocks"][0]["text"]["text"] == "No episode mentions PR #1 yet."
 
@@ -275,12 +297,9 @@ SEARCHES: list[tuple[str, list[str]]] = [
 ]
 
 
-def test_search(slack_app: RunningApp) -> None:
-    for words, expected in SEARCHES:
-        _search_finds(slack_app, words, expected)
-
-
-def _search_finds(slack_app: RunningApp, words: str, expected: list[str]) -> None:
+@pytest.mark.parametrize(("words", "expected"), SEARCHES)
+def test_search(readonly_app: RunningApp, words: str, expected: list[str]) -> None:
+    slack_app = readonly_app
     body = reply(slack_app.sender.slash(f"search {words}"))
     listed = mrkdwn(body)
     found = [
@@ -292,7 +311,8 @@ def _search_finds(slack_app: RunningApp, words: str, expected: list[str]) -> Non
     assert slack_app.store.ping()
 
 
-def test_search_ranks_and_caps_at_ten(slack_app: RunningApp) -> None:
+def test_search_ranks_and_caps_at_ten(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     body = reply(slack_app.sender.slash("search flaky"))
     assert mrkdwn(body).count("|Filler Day") == 10
 
@@ -308,12 +328,9 @@ WEEKS: list[tuple[str, list[str], str]] = [
 ]
 
 
-def test_week(slack_app: RunningApp) -> None:
-    for text, days, pinned in WEEKS:
-        _week_shows(slack_app, text, days, pinned)
-
-
-def _week_shows(slack_app: RunningApp, text: str, days: list[str], pinned: str | None) -> None:
+@pytest.mark.parametrize(("text", "days", "pinned"), WEEKS)
+def test_week(readonly_app: RunningApp, text: str, days: list[str], pinned: str | None) -> None:
+    slack_app = readonly_app
     body = reply(slack_app.sender.slash(text))
     listed = mrkdwn(body)
     found = [
@@ -397,36 +414,32 @@ def test_status_shows_fetch_state_and_paused_subscriptions(slack_app: RunningApp
     assert "paused since 2026-10-07 09:01 UTC: the channel is archived" in sections[2]
 
 
-def test_status_of_a_never_polled_show(slack_app: RunningApp) -> None:
+def test_status_of_a_never_polled_show(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     body = reply(slack_app.sender.slash("status"))
     assert "Last poll: never" in body["blocks"][1]["text"]["text"]
     assert "Next poll: not scheduled yet" in body["blocks"][1]["text"]["text"]
 
 
-def test_help_and_unknown_words(slack_app: RunningApp) -> None:
-    for text in ["help", "frobnicate", "HELP me"]:
-        body = reply(slack_app.sender.slash(text))
-        everything = mrkdwn(body)
-        for sub in ("recent", "latest", "nearby", "pr", "search", "week", "subscribe", "status"):
-            assert f"`/episodes {sub}" in everything, text
-        assert ("I don't know `frobnicate`." in everything) is (text == "frobnicate")
-        assert share_value(body) is None, text
+@pytest.mark.parametrize("text", ["help", "frobnicate", "HELP me"])
+def test_help_and_unknown_words(readonly_app: RunningApp, text: str) -> None:
+    body = reply(readonly_app.sender.slash(text))
+    everything = mrkdwn(body)
+    for sub in ("recent", "latest", "nearby", "pr", "search", "week", "subscribe", "status"):
+        assert f"`/episodes {sub}" in everything, text
+    assert ("I don't know `frobnicate`." in everything) is (text == "frobnicate")
+    assert share_value(body) is None, text
 
 
 def test_empty_archive_says_so(app_settings: Settings, slack_fake: SlackFake) -> None:
     # A second app over an empty store: the same command, an honest answer.
     empty = Store.open("sqlite://")
-    settings = app_settings
-    app = build_app(settings, empty, Renderer())
-    server = AppServer(settings, build_asgi(app, empty)).start()
-    sender = SlackSender(server.url, slack_fake)
     try:
-        for text in ("recent", "latest"):
-            body = reply(sender.slash(text))
-            assert body["blocks"][0]["text"]["text"].startswith("No episodes yet")
+        with in_process(app_settings, empty, slack_fake, []) as app:
+            for text in ("recent", "latest"):
+                body = reply(app.sender.slash(text))
+                assert body["blocks"][0]["text"]["text"].startswith("No episodes yet")
     finally:
-        sender.close()
-        server.stop()
         empty.close()
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from digests.models import PullRequestRef
 from digests.render import Renderer
 from digests.render.blocks import button_value
@@ -36,16 +38,13 @@ def acked(response: Any) -> None:
 # -- Share in channel ---------------------------------------------------------------------
 
 
-# Tables run against one app each (one per row would double the run time); asserts name
-# their row.
+# Tests that only read run on one shared app per backend (``readonly_app``): a table row
+# costs a request, not a seeded store.
 
 
-def test_share_posts_the_same_blocks_in_channel(slack_app: RunningApp) -> None:
-    for text in ["recent 3", "pr 199720", "nearby #199720", "week 2026-10-01"]:
-        _share_round_trip(slack_app, text)
-
-
-def _share_round_trip(slack_app: RunningApp, text: str) -> None:
+@pytest.mark.parametrize("text", ["recent 3", "pr 199720", "nearby #199720", "week 2026-10-01"])
+def test_share_posts_the_same_blocks_in_channel(readonly_app: RunningApp, text: str) -> None:
+    slack_app = readonly_app
     sender, fake = slack_app.sender, slack_app.fake
     original = sender.slash(text).json()
     url = fake.response_url()
@@ -65,7 +64,9 @@ def _share_round_trip(slack_app: RunningApp, text: str) -> None:
     assert "blocks" not in deleted and not deleted.get("text")
 
 
-def test_share_keeps_digest_buttons(slack_app: RunningApp) -> None:
+def test_share_keeps_digest_buttons(served_app: RunningApp) -> None:
+    # Over real HTTP: the lazy listener runs after uvicorn has sent the ack; wait_for polls.
+    slack_app = served_app
     original = slack_app.sender.slash("latest").json()
     url = slack_app.fake.response_url()
     slack_app.sender.block_action("episodes_share", share_of(original), response_url=url)
@@ -76,20 +77,22 @@ def test_share_keeps_digest_buttons(slack_app: RunningApp) -> None:
     assert ids == ["digest_prs", "digest_nearby"]
 
 
-def test_share_refuses_what_it_did_not_make(slack_app: RunningApp) -> None:
-    slack_app.store.subscribe(TEAM, CHANNEL, "PyTorch")
-    values = [
+@pytest.mark.parametrize(
+    "value",
+    [
         json.dumps({"c": "subscribe fsdp"}),  # state-changing: never re-run by a button
         json.dumps({"c": "unsubscribe"}),
         "not json",
         json.dumps(["c", "recent"]),
-    ]
-    for value in values:
-        url = slack_app.fake.response_url()
-        acked(slack_app.sender.block_action("episodes_share", value, response_url=url))
-        (answer,) = wait_for(lambda: slack_app.fake.responses(url))  # noqa: B023
-        assert "cannot be shared" in answer["text"], value
-        assert answer.get("response_type", "ephemeral") == "ephemeral", value
+    ],
+)
+def test_share_refuses_what_it_did_not_make(slack_app: RunningApp, value: str) -> None:
+    slack_app.store.subscribe(TEAM, CHANNEL, "PyTorch")
+    url = slack_app.fake.response_url()
+    acked(slack_app.sender.block_action("episodes_share", value, response_url=url))
+    (answer,) = wait_for(lambda: slack_app.fake.responses(url))
+    assert "cannot be shared" in answer["text"], value
+    assert answer.get("response_type", "ephemeral") == "ephemeral", value
     subs = slack_app.store.subscriptions(team_id=TEAM, channel_id=CHANNEL)
     assert [(s.show, s.keywords) for s in subs] == [("PyTorch", ())]
     assert slack_app.fake.calls_to("chat.postMessage") == []  # nothing posted anywhere
@@ -142,7 +145,8 @@ def test_key_prs_when_the_thread_already_has_our_reply(slack_app: RunningApp) ->
     assert slack_app.fake.calls_to("chat.postMessage") == []
 
 
-def test_key_prs_on_an_ephemeral_reply_answers_ephemerally(slack_app: RunningApp) -> None:
+def test_key_prs_on_an_ephemeral_reply_answers_ephemerally(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     value = button_value("PyTorch", "pytorch-2026-10-02")
     url = slack_app.fake.response_url()
     slack_app.sender.block_action("digest_prs", value, response_url=url, ephemeral=True)
@@ -163,20 +167,26 @@ def test_key_prs_falls_back_to_ephemeral_when_the_channel_refuses(slack_app: Run
     assert len(slack_app.fake.calls_to("chat.postMessage")) == 1
 
 
-def test_key_prs_without_prs_or_episode(slack_app: RunningApp) -> None:
-    cases = [
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
         (button_value("PyTorch", "pytorch-2026-10-03"), "names no pull requests"),
         (button_value("PyTorch", "no-such-guid"), "no longer in the archive"),
         (button_value("PyTorch", "x" * 3000), "no longer in the archive"),  # hashed form
         ("garbage", "no longer in the archive"),
-    ]
-    for value, expected in cases:
-        url = slack_app.fake.response_url()
-        ts = "1790000000.2"
-        slack_app.sender.block_action("digest_prs", value, response_url=url, message_ts=ts)
-        answer = wait_for(lambda: slack_app.fake.responses(url))[0]  # noqa: B023
-        assert expected in answer["text"], value[:60]
-        assert_valid_message(answer)
+    ],
+    ids=["no PRs", "unknown guid", "hashed guid", "garbage"],
+)
+def test_key_prs_without_prs_or_episode(
+    readonly_app: RunningApp, value: str, expected: str
+) -> None:
+    slack_app = readonly_app
+    url = slack_app.fake.response_url()
+    ts = "1790000000.2"
+    slack_app.sender.block_action("digest_prs", value, response_url=url, message_ts=ts)
+    answer = wait_for(lambda: slack_app.fake.responses(url))[0]
+    assert expected in answer["text"], value[:60]
+    assert_valid_message(answer)
     assert slack_app.fake.calls_to("chat.postMessage") == []
 
 
@@ -239,7 +249,8 @@ def test_key_prs_hostile_episode_is_escaped(slack_app: RunningApp) -> None:
         assert_valid_message(message)
 
 
-def test_nearby_button_answers_ephemerally(slack_app: RunningApp) -> None:
+def test_nearby_button_answers_ephemerally(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     value = button_value("PyTorch", "pytorch-2026-10-02")
     url = slack_app.fake.response_url()
     acked(slack_app.sender.block_action("digest_nearby", value, response_url=url, message_ts="1.2"))
@@ -282,7 +293,8 @@ def test_app_home_fits_100_blocks_with_many_subscriptions(slack_app: RunningApp)
     assert "…and 90 more." in json.dumps(view["blocks"], ensure_ascii=False)
 
 
-def test_app_home_messages_tab_is_ignored(slack_app: RunningApp) -> None:
+def test_app_home_messages_tab_is_ignored(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     slack_app.sender.event({"type": "app_home_opened", "user": USER, "tab": "messages"})
     slack_app.settle()  # the lazy listener has finished: had it published, it would show
     assert slack_app.fake.calls_to("views.publish") == []
@@ -291,7 +303,8 @@ def test_app_home_messages_tab_is_ignored(slack_app: RunningApp) -> None:
 # -- Unfurls --------------------------------------------------------------------------------
 
 
-def test_link_shared_unfurls_known_episodes_only(slack_app: RunningApp) -> None:
+def test_link_shared_unfurls_known_episodes_only(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     hostile = "https://episodes.example.test/pytorch/2026-10-03"
     event = {
         "type": "link_shared",
@@ -320,7 +333,8 @@ def test_link_shared_unfurls_known_episodes_only(slack_app: RunningApp) -> None:
     assert "Sharded training weighs three all-gather designs" in compact
 
 
-def test_link_shared_with_nothing_known_calls_nothing(slack_app: RunningApp) -> None:
+def test_link_shared_with_nothing_known_calls_nothing(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     event = {
         "type": "link_shared",
         "channel": CHANNEL,
@@ -333,7 +347,8 @@ def test_link_shared_with_nothing_known_calls_nothing(slack_app: RunningApp) -> 
     assert slack_app.fake.calls_to("chat.unfurl") == []
 
 
-def test_link_in_the_composer_unfurls_by_unfurl_id(slack_app: RunningApp) -> None:
+def test_link_in_the_composer_unfurls_by_unfurl_id(readonly_app: RunningApp) -> None:
+    slack_app = readonly_app
     draft = "Uxxxxxxx-909b5454-75f8-4ac4-b325-1b40e230bbd8-gryl3kb80b3wm49ihzoo35fyqoq08n2y"
     event = {
         "type": "link_shared",
