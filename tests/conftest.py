@@ -1,4 +1,22 @@
-"""Shared pytest setup. Fixtures live in tests/fixtures/, one module per real part."""
+"""Shared pytest setup. Fixtures live in tests/fixtures/, one module per real part.
+
+Under pytest-xdist (README: ``-n auto``) two hooks here keep the parallel run honest:
+
+- tests marked ``alone`` (the files in ``_ALONE``) run while no other worker runs a test —
+  a readers-writer lock on a file shared by the run's workers (:func:`_turn`);
+- tests in one ``xdist_group`` run on one worker, one after another (``--dist loadgroup``
+  in pyproject's addopts).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
 
 pytest_plugins = [
     "tests.fixtures.feeds",
@@ -8,3 +26,55 @@ pytest_plugins = [
     "tests.fixtures.poll",
     "tests.fixtures.github",
 ]
+
+# The bot as real processes (clocks killed with -9, two clocks on one database, a clock
+# stopped with SIGTERM) racing its own subprocesses against the test's clock: another test
+# beside them on a 2-core machine can starve them past what they wait for.
+_ALONE = frozenset({"test_delivery_processes.py", "test_processes.py"})
+_GROUPS = {
+    # Owner names fixed in the test ("live-host:2:def") are PostgreSQL advisory locks, which
+    # are database-wide: two of these tests at once would see each other's owner alive.
+    "test_delivery_recovery.py": "fixed-owner-locks",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in _ALONE:
+            item.add_marker(pytest.mark.alone)
+        group = _GROUPS.get(item.path.name)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # one process: nothing runs beside a test
+        yield
+        return
+    # Each worker's basetemp is <the run's basetemp>/popen-gwN: the parent is the run's.
+    shared = item.config._tmp_path_factory.getbasetemp().parent  # type: ignore[attr-defined]
+    with _turn(Path(shared), alone=item.get_closest_marker("alone") is not None):
+        yield
+
+
+@contextmanager
+def _turn(shared: Path, *, alone: bool) -> Iterator[None]:
+    """Shared lock for a test, exclusive for an ``alone`` one (setup to teardown).
+
+    An ``alone`` test first takes the turnstile, so workers that start a test meanwhile wait
+    behind it instead of keeping the shared lock busy forever."""
+    with (
+        open(shared / "alone.turnstile", "a") as turnstile,
+        open(shared / "alone.lock", "a") as lock,
+    ):
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        if not alone:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if alone:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

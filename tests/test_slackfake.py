@@ -14,6 +14,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
+from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryIntervalCalculator
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
@@ -270,7 +271,9 @@ async def test_500_then_success_with_server_error_handler(slack_fake: SlackFake)
         await plain.chat_postMessage(channel="C1", text="x")
     assert info.value.response.status_code == 500
     slack_fake.fail_next("chat.postMessage", status=503, times=1)
-    retrying = client_for(slack_fake, retry_handlers=[AsyncServerErrorRetryHandler(2)])
+    # A short fixed wait instead of the default backoff (0.5 s and up): the retry is the point.
+    handler = AsyncServerErrorRetryHandler(2, FixedValueRetryIntervalCalculator(0.01))
+    retrying = client_for(slack_fake, retry_handlers=[handler])
     assert (await retrying.chat_postMessage(channel="C1", text="y"))["ok"]
     assert [m["text"] for m in slack_fake.messages("C1")] == ["y"]
 
