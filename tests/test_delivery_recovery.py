@@ -6,6 +6,7 @@ whatever parts of the delivery reached Slack before it died actually in the fake
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -36,6 +37,22 @@ KEY = "PyTorch:g1"
 DEAD = "dead-host:1:abc"
 NOW = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)
 REPLIES = ({"text": "PRs of g1"}, {"text": "Transcript of g1"})
+
+
+def live_name() -> str:
+    """Another clock's owner name, its own to this test: PostgreSQL advisory locks are
+    database-wide (schemas do not separate them), so a fixed name is held now and then by
+    the same test of another run on the same database, which makes that owner alive here."""
+    return f"live-host:2:{uuid.uuid4().hex[:12]}"
+
+
+async def gone(ledger: Ledger, owner: str) -> None:
+    """Wait until ``owner`` is seen dead (its lock closed): the server may end the session,
+    and the lock with it, a moment after the client's close returns."""
+    deadline = asyncio.get_running_loop().time() + 10
+    while ledger.owner_alive(owner):
+        assert asyncio.get_running_loop().time() < deadline, f"{owner} still alive"
+        await asyncio.sleep(0.01)
 
 
 def item(channel: str) -> Delivery:
@@ -176,13 +193,14 @@ async def test_orphans_are_the_rows_no_live_owner_is_on(
     store: Store, slack_fake: SlackFake, deliverer: Deliverer
 ) -> None:
     ledger = Ledger.for_store(store)
-    live = OwnerLock(ledger, "live-host:2:def")
+    other = live_name()
+    live = OwnerLock(ledger, other)
     try:
         left_posting(store, "C1", owner=DEAD)
         left_posting(store, "C2", owner=DEAD, state="pending")
         left_posting(store, "C3", owner=None)
-        left_posting(store, "C4", owner="live-host:2:def")
-        left_posting(store, "C5", owner="live-host:2:def", state="pending")
+        left_posting(store, "C4", owner=other)
+        left_posting(store, "C5", owner=other, state="pending")
         left_posting(store, "C6", owner=DEAD, state="posted", ts="1.000001")
         left_posting(store, "C7", owner=deliverer.owner)  # ours, but no task is on it
         left_posting(store, "C8", owner=deliverer.owner, state="pending")  # ours to retry
@@ -191,6 +209,7 @@ async def test_orphans_are_the_rows_no_live_owner_is_on(
         assert sorted(r.channel_id for r in orphans) == ["C1", "C2", "C3", "C7"]
     finally:
         live.close()
+    await gone(ledger, other)
     # Once the other owner is gone its rows are orphans too.
     assert sorted(r.channel_id for r in await deliverer.orphans()) == [
         "C1",
@@ -234,14 +253,15 @@ async def test_the_sweep_finishes_a_dead_owners_fan_out_and_nothing_else(
     polled = await poll_show(settings, store, http, settings.shows[0], NOW)
     assert polled.status == "ok"
     key = episode_key("PyTorch", "pytorch-2026-10-03")
-    live = OwnerLock(Ledger.for_store(store), "live-host:2:def")
+    other = live_name()
+    live = OwnerLock(Ledger.for_store(store), other)
     try:
         left_posting(store, "C1", key=key, state="pending")  # never started
         await landed(slack_fake, "C2", 0, key=key)
         left_posting(store, "C2", key=key)  # digest out, died before the reply
         await landed(slack_fake, "C3", 1, key=key)
         left_posting(store, "C3", key=key)  # all out, died before recording it
-        left_posting(store, "C4", key=key, owner="live-host:2:def")  # the other clock's
+        left_posting(store, "C4", key=key, owner=other)  # the other clock's
         # C5 has no row: a poll's business, not the sweep's.
         sweeper = Sweeper(settings, store, deliverer)
 
@@ -256,6 +276,7 @@ async def test_the_sweep_finishes_a_dead_owners_fan_out_and_nothing_else(
         assert (await sweeper.sweep()).posted == [] and len(slack_fake.calls) == calls
     finally:
         live.close()
+    await gone(Ledger.for_store(store), other)
     # The other clock died too: its row is the sweep's now.
     late = await sweeper.sweep()
     assert [i[1] for i in late.posted] == ["C4"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -21,6 +21,7 @@ from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_JOB_MISSED, JobExecutio
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.delivery import Deliverer
+from bot.outbox import SlackOutbox
 from bot.recap import (
     RECAP_JOB_ID,
     build_recap,
@@ -123,16 +124,30 @@ def filled(store: Store, settings: Settings) -> Store:
     return store
 
 
+class Deliverers(list[Deliverer]):
+    """The deliverers a test made (it may close and drop some itself), and every outbox they
+    use: each outbox's aiohttp session is closed in the test's loop, never left for the
+    garbage collector to report ("Unclosed client session") in whatever test runs then."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outboxes: list[SlackOutbox] = []
+
+
 @pytest.fixture
-def deliverers() -> Iterator[list[Deliverer]]:
-    made: list[Deliverer] = []
+async def deliverers() -> AsyncIterator[Deliverers]:
+    made = Deliverers()
     yield made
     for d in made:
         d.close()
+    for outbox in made.outboxes:
+        await outbox.close()
 
 
-def deliverer(made: list[Deliverer], store: Store, fake: SlackFake) -> Deliverer:
-    d = Deliverer(store, slack_outbox(fake), per_channel_interval=0.0, backoff=0.01)
+def deliverer(made: Deliverers, store: Store, fake: SlackFake) -> Deliverer:
+    outbox = slack_outbox(fake)
+    made.outboxes.append(outbox)
+    d = Deliverer(store, outbox, per_channel_interval=0.0, backoff=0.01)
     made.append(d)
     return d
 
@@ -306,7 +321,7 @@ def test_each_channel_gets_its_own_recap(filled: Store, settings: Settings) -> N
 
 
 async def test_post_recaps_posts_once_across_restarts_and_catch_ups(
-    db_url: str, settings: Settings, slack_fake: SlackFake, deliverers: list[Deliverer]
+    db_url: str, settings: Settings, slack_fake: SlackFake, deliverers: Deliverers
 ) -> None:
     first_store = Store.open(db_url)
     fill(first_store, settings, week_41())
@@ -341,7 +356,7 @@ async def test_post_recaps_posts_once_across_restarts_and_catch_ups(
 
 
 async def test_the_next_week_is_a_new_recap(
-    filled: Store, settings: Settings, slack_fake: SlackFake, deliverers: list[Deliverer]
+    filled: Store, settings: Settings, slack_fake: SlackFake, deliverers: Deliverers
 ) -> None:
     d = deliverer(deliverers, filled, slack_fake)
     r = Renderer(tz=settings.tz)
@@ -357,7 +372,7 @@ async def test_the_next_week_is_a_new_recap(
 
 
 async def test_two_clocks_at_once_post_one_recap(
-    db_url: str, settings: Settings, slack_fake: SlackFake, deliverers: list[Deliverer]
+    db_url: str, settings: Settings, slack_fake: SlackFake, deliverers: Deliverers
 ) -> None:
     setup = Store.open(db_url)
     fill(setup, settings, week_41())
@@ -385,7 +400,7 @@ async def test_two_clocks_at_once_post_one_recap(
 
 
 async def test_a_huge_week_is_accepted_by_slack_with_the_overflow_threaded(
-    store: Store, settings: Settings, slack_fake: SlackFake, deliverers: list[Deliverer]
+    store: Store, settings: Settings, slack_fake: SlackFake, deliverers: Deliverers
 ) -> None:
     eps = []
     numbers = iter(range(100_000, 100_300))
@@ -447,7 +462,7 @@ async def _run_scheduler(
 
 
 async def test_a_clock_down_at_recap_time_posts_when_it_comes_back(
-    store: Store, slack_fake: SlackFake, deliverers: list[Deliverer]
+    store: Store, slack_fake: SlackFake, deliverers: Deliverers
 ) -> None:
     # The scheduler runs on the real clock: schedule the recap one hour ago, as if this
     # process had been down at that time and just started.
@@ -472,7 +487,7 @@ async def test_a_clock_down_at_recap_time_posts_when_it_comes_back(
 
 
 async def test_a_clock_back_after_recap_time_skips_channels_subscribed_since(
-    store: Store, slack_fake: SlackFake, deliverers: list[Deliverer]
+    store: Store, slack_fake: SlackFake, deliverers: Deliverers
 ) -> None:
     real_now = datetime.now(UTC)
     s = make_settings(
@@ -505,7 +520,7 @@ async def test_a_clock_back_after_recap_time_skips_channels_subscribed_since(
 async def test_a_recap_missed_by_more_than_the_grace_waits_for_next_week(
     store: Store,
     slack_fake: SlackFake,
-    deliverers: list[Deliverer],
+    deliverers: Deliverers,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     real_now = datetime.now(UTC)
