@@ -27,6 +27,8 @@ USAGE: dict[str, str] = {
     "unsubscribe": f"`{COMMAND} unsubscribe [show]` — stop posting them here",
     "list": f"`{COMMAND} list` — this channel's subscriptions",
     "status": f"`{COMMAND} status` — each show's last poll, last error and next poll",
+    "preview": f"`{COMMAND} preview [show] [filter…]` — which of the last 20 episodes a filter "
+    'would post and why (words, "phrases", +required, -excluded); changes nothing',
     "help": f"`{COMMAND} help` — this message",
 }
 
@@ -45,6 +47,7 @@ HELP_EXAMPLES = (
     f"`{COMMAND} search all-gather`",
     f"`{COMMAND} week 2026-W41`",
     f"`{COMMAND} subscribe PyTorch fsdp dtensor`",
+    f'`{COMMAND} preview PyTorch inductor "flex attention" -rocm`',
 )
 USAGE_LABEL = "Usage: {usage}"
 EXAMPLES_LABEL = "Examples: {examples}"
@@ -193,3 +196,25 @@ HOME_SUBSCRIPTIONS = "Subscriptions in this workspace"
 HOME_NO_SUBSCRIPTIONS = f"No channel follows a show yet. Type `{COMMAND} subscribe` in one."
 HOME_MORE = "…and {count} more."
 HOME_HINT = f"Type `{COMMAND} help` in any channel for everything digestbot can do."
+
+# -- preview (issue 14) ------------------------------------------------------------------
+
+FILTER_TOO_MANY = "A filter takes at most {limit} terms, not {count}."
+FILTER_TERM_TOO_LONG = "Filter terms are at most {limit} characters each."
+FILTER_OPEN_QUOTE = "A quote in the filter is never closed; put phrases in pairs of quotes."
+FILTER_LONE_SIGN = "`{term}` needs a word right after the {sign} (like +cuda or -rocm)."
+PREVIEW_NO_EPISODES = "*{show}* has no episodes yet, so there is nothing to preview."
+PREVIEW_TITLE = "Preview of *{show}*: {filter}"
+PREVIEW_SUMMARY = "Of its last {total} episodes, {posted} would be posted and {skipped} skipped."
+PREVIEW_ONLY_EXCLUDES = (
+    "This filter only excludes: every episode that mentions none of those is posted."
+)
+PREVIEW_POST = ":white_check_mark: {day} {headline} — would be posted"
+PREVIEW_POST_TERM = ":white_check_mark: {day} {headline} — would be posted: mentions {term}"
+PREVIEW_SKIP_EXCLUDED = ":no_entry_sign: {day} {headline} — skipped: mentions {term}, excluded"
+PREVIEW_SKIP_REQUIRED = (
+    ":no_entry_sign: {day} {headline} — skipped: does not mention {term}, required"
+)
+PREVIEW_SKIP_NONE = ":no_entry_sign: {day} {headline} — skipped: mentions none of {terms}"
+PREVIEW_FOOTER = "Nothing changed. To get these here: `{command} subscribe {args}`"
+PREVIEW_HINT = "Which recent episodes this lets through: `{command} preview {args}`"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.commands import episodes, subscriptions
+from bot.commands import control, episodes, subscriptions
 from bot.commands.base import Deps, Invocation
 from bot.commands.parse import (
     SHAREABLE,
@@ -18,6 +18,7 @@ from bot.commands.parse import (
     NearbyTitle,
     NearbyUrl,
     Pr,
+    Preview,
     Recent,
     Search,
     Status,
@@ -69,6 +70,8 @@ def run_command(command: Command, deps: Deps, invocation: Invocation) -> Message
             return subscriptions.status(command, deps, invocation)
         case Help():
             return help_reply(command.unknown)
+        case Preview():
+            return control.preview(command, deps)
     raise AssertionError(f"unhandled command {command!r}")
 
 
@@ -89,6 +92,8 @@ def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = F
         # Pin the week now, so a reply shared next Monday still shows the week it showed.
         command = episodes.resolve_week(command, deps, invocation)
     reply = run_command(command, deps, invocation)
+    if isinstance(command, Subscribe):
+        reply = control.with_preview_hint(reply, command)
     if isinstance(command, Subscribe | Unsubscribe) and not is_empty(reply):
         return Answer(reply, command, announce=subscriptions.announcement(command, invocation))
     if not shareable or is_empty(reply):

@@ -126,6 +126,14 @@ class Help:
     unknown: str | None = None
 
 
+@dataclass(frozen=True)
+class Preview:
+    """What ``terms`` (a filter, as ``digests.filters`` stores it) would do to ``show``."""
+
+    show: str
+    terms: tuple[str, ...] = ()
+
+
 Command = (
     Recent
     | Latest
@@ -141,6 +149,7 @@ Command = (
     | ListSubscriptions
     | Status
     | Help
+    | Preview
 )
 
 # Questions about the archive alone: the same answer in every channel (so one cache entry

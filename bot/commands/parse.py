@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from bot import messages as msg
+from bot.commands.control_parse import CONTROL_WORDS, parse_control
 from bot.commands.dates import parse_date, parse_day, parse_week_args, show_day
 from bot.commands.model import (
     DEFAULT_RECENT,
@@ -38,6 +39,7 @@ from bot.commands.model import (
     NearbyTitle,
     NearbyUrl,
     Pr,
+    Preview,
     Recent,
     Search,
     Status,
@@ -47,6 +49,7 @@ from bot.commands.model import (
     week_containing,
 )
 from bot.commands.model import quote_value as _quote
+from digests.filters import Filter
 from digests.render.escape import unescape
 
 __all__ = [
@@ -348,6 +351,8 @@ def parse_command(text: str, shows: Sequence[str], today: date | None = None) ->
         return _no_args("status", args, Status())
     if head in ("help", "usage", "?"):
         return Help()
+    if head in CONTROL_WORDS:
+        return parse_control(head, args, shows)
     return Help(unknown=_quote(words[0], 30))
 
 
@@ -391,4 +396,6 @@ def _canonical(command: Command) -> str:
             return "status"
         case Help():
             return "help"
+        case Preview(show, terms):
+            return f"preview {msg.command_arg(show)} {Filter.from_terms(terms).unparse()}".strip()
     raise AssertionError(f"unhandled command {command!r}")
