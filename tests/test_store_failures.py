@@ -74,6 +74,7 @@ STORE_CALLS: dict[str, StoreCall] = {
     "first_request": lambda s: s.first_request("event:Ev1", NOW),
     "recent": lambda s: s.recent(5),
     "between": lambda s: s.between(NOW, NOW),
+    "count_between": lambda s: s.count_between(NOW, NOW),
     "nearest": lambda s: s.nearest(NOW),
     "neighbours": lambda s: s.neighbours(EPISODE),
     "by_title": lambda s: s.by_title("One"),

@@ -27,8 +27,9 @@ from bot.commands.parse import (
 )
 from bot.commands.replies import context, divider, mark_empty, message, nothing, section
 from bot.enrichment import attach_details, pr_details_line
-from bot.recap_build import read_week, week_message
+from bot.recap_build import week_message
 from digests.models import Episode
+from digests.recap import week_bounds
 from digests.render import escape
 from digests.render.limits import Message
 from digests.types import PrMention
@@ -236,7 +237,8 @@ def week_shows(deps: Deps, invocation: Invocation) -> list[str]:
 
 def _week_count(week: Week, deps: Deps, shows: Sequence[str]) -> int:
     assert week.year is not None and week.number is not None
-    return len(read_week(deps.settings, deps.store, week.year, week.number, shows))
+    start, end = week_bounds(week.year, week.number, deps.settings.tz)
+    return deps.store.count_between(start, end, shows or None)
 
 
 def resolve_week(command: Week, deps: Deps, invocation: Invocation) -> Week:

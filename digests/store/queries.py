@@ -19,7 +19,7 @@ from digests.store.episodes import (
     in_shows,
     select_episodes,
 )
-from digests.store.schema import episode_prs, episodes, shows
+from digests.store.schema import UTCDateTime, episode_prs, episodes, shows
 from digests.types import PrMention
 
 MAX_SEARCH_TOKENS = 16
@@ -45,18 +45,19 @@ def _neighbour_conditions(
     row: Any, when: datetime
 ) -> tuple[sa.ColumnElement[bool], sa.ColumnElement[bool]]:
     """Earlier / later than the episode; ties on publication time fall back to row id, so
-    equal timestamps still chain."""
+    equal timestamps still chain. Row values, so both engines read them as one range of the
+    ``(show_id, published_at, id)`` index rather than an OR they scan the show for."""
     if row is None:
         return episodes.c.published_at < when, episodes.c.published_at > when
-    earlier = sa.or_(
-        episodes.c.published_at < when,
-        sa.and_(episodes.c.published_at == when, episodes.c.id < row.id),
-    )
-    later = sa.or_(
-        episodes.c.published_at > when,
-        sa.and_(episodes.c.published_at == when, episodes.c.id > row.id),
-    )
-    return earlier, later
+    key = sa.tuple_(episodes.c.published_at, episodes.c.id)
+    at = sa.tuple_(sa.literal(when, UTCDateTime), sa.literal(row.id, sa.Integer))
+    return key < at, key > at
+
+
+def show_id_of(name: str) -> sa.ScalarSelect[Any]:
+    """The show's id as a subquery: equality on ``episodes.show_id`` the planner can use
+    with the show's indexes (a join on the name leaves it guessing which side to read)."""
+    return sa.select(shows.c.id).where(shows.c.name == clean(name)).scalar_subquery()
 
 
 class QueriesMixin:
@@ -117,9 +118,9 @@ class QueriesMixin:
         with self._db.transaction("reading when episodes arrived", write=False) as conn:
             for chunk in chunks(list(dict.fromkeys(clean(g) for g in guids))):
                 rows = conn.execute(
-                    sa.select(episodes.c.guid, episodes.c.first_seen_at)
-                    .select_from(EPISODES_JOIN)
-                    .where(shows.c.name == clean(show), episodes.c.guid.in_(chunk))
+                    sa.select(episodes.c.guid, episodes.c.first_seen_at).where(
+                        episodes.c.show_id == show_id_of(show), episodes.c.guid.in_(chunk)
+                    )
                 )
                 for guid, when in rows:
                     found[guid] = aware(when, "first_seen_at")
@@ -129,9 +130,9 @@ class QueriesMixin:
         """When the store first had anything of ``show``: the first read of its archive."""
         with self._db.transaction("reading when the show was first read", write=False) as conn:
             when = conn.execute(
-                sa.select(sa.func.min(episodes.c.first_seen_at))
-                .select_from(EPISODES_JOIN)
-                .where(shows.c.name == clean(show))
+                sa.select(sa.func.min(episodes.c.first_seen_at)).where(
+                    episodes.c.show_id == show_id_of(show)
+                )
             ).scalar()
         return aware(when, "first_seen_at") if when is not None else None
 
@@ -156,6 +157,17 @@ class QueriesMixin:
             shows,
         )
 
+    def count_between(
+        self, start: datetime, end: datetime, shows: Sequence[str] | None = None
+    ) -> int:
+        """How many episodes :meth:`between` would return, without reading them."""
+        start, end = aware(start, "start"), aware(end, "end")
+        stmt = sa.select(sa.func.count()).where(
+            episodes.c.published_at >= start, episodes.c.published_at < end
+        )
+        with self._db.transaction("counting episodes by date", write=False) as conn:
+            return int(conn.execute(in_shows(stmt, shows)).scalar() or 0)
+
     def nearest(self, when: datetime, shows: Sequence[str] | None = None) -> Episode | None:
         """The episode published closest to ``when``; the earlier one on a tie."""
         when = aware(when, "when")
@@ -176,12 +188,12 @@ class QueriesMixin:
 
     def neighbours(self, episode: Episode) -> tuple[Episode | None, Episode | None]:
         """(previous, next) episode of the same show by publication time."""
-        same_show = shows.c.name == clean(episode.show)
+        same_show = episodes.c.show_id == show_id_of(episode.show)
         with self._db.transaction("finding neighbouring episodes", write=False) as conn:
             row = conn.execute(
-                sa.select(episodes.c.id, episodes.c.published_at)
-                .select_from(EPISODES_JOIN)
-                .where(same_show, episodes.c.guid == clean(episode.guid))
+                sa.select(episodes.c.id, episodes.c.published_at).where(
+                    same_show, episodes.c.guid == clean(episode.guid)
+                )
             ).first()
             when = row.published_at if row else episode.published_at
             earlier, later = _neighbour_conditions(row, when)

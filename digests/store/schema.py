@@ -32,11 +32,15 @@ metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
 SQLITE_FTS_TABLE = "episodes_fts"
 PG_SEARCH_COLUMN = "search_document"
 _FULL_TEXT_NAMES = (SQLITE_FTS_TABLE, PG_SEARCH_COLUMN, "ix_episodes_search_document")
+# Case-folded title lookups (``by_title``) use expression indexes on ``lower(headline)`` and
+# ``lower(title)``, created by migration 0008; kept out of ``metadata`` too, because
+# autogenerate cannot compare expression indexes on SQLite.
+TITLE_INDEXES = ("ix_episodes_lower_headline", "ix_episodes_lower_title")
 
 
 def include_object(obj: object, name: str | None, type_: str, *_: object) -> bool:
     """Alembic autogenerate filter: the full-text objects are not in ``metadata`` on purpose."""
-    return not (name or "").startswith(_FULL_TEXT_NAMES)
+    return not (name or "").startswith((*_FULL_TEXT_NAMES, *TITLE_INDEXES))
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -103,6 +107,9 @@ episodes = sa.Table(
     sa.Column("updated_at", UTCDateTime, nullable=False),
     sa.UniqueConstraint("show_id", "guid"),
     sa.Index(None, "published_at"),
+    # A show's episodes newest first (the poll's candidates, neighbours) stop at the limit.
+    sa.Index("ix_episodes_show_id_published_at", "show_id", "published_at", "id"),
+    sa.Index("ix_episodes_show_id_first_seen_at", "show_id", "first_seen_at"),
     sa.Index(None, "url"),
     sa.Index(None, "guid_key"),
 )

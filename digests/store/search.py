@@ -20,7 +20,6 @@ from digests.store.episodes import (
     NEWEST,
     hydrate,
     in_shows,
-    select_episodes,
 )
 from digests.store.queries import MAX_SEARCH_LIMIT, MAX_SEARCH_TOKENS
 from digests.store.schema import PG_SEARCH_COLUMN, SQLITE_FTS_TABLE, episodes
@@ -46,32 +45,58 @@ def websearch_query(tokens: Sequence[str], mode: Mode = "all") -> str:
     return (" " if mode == "all" else " or ").join(quoted)
 
 
-def _postgres_statement(tokens: Sequence[str], mode: Mode, limit: int) -> sa.Select[Any]:
+# Matches ranked per search: the most recently stored this many. A word in most of a
+# 100k-episode archive would otherwise have every match scored and sorted (half a second and
+# more); the engines find the newest matches by row id and stop there. Below this many
+# matches the answer is exactly the full ranking (the scores use whole-corpus statistics).
+RANKED_CANDIDATES = 200
+
+
+def _postgres_statement(
+    tokens: Sequence[str], mode: Mode, limit: int, names: Sequence[str] | None
+) -> sa.Select[Any]:
     tsquery = sa.func.websearch_to_tsquery(
         sa.literal_column("'english'"), sa.literal(websearch_query(tokens, mode))
     )
     document: sa.ColumnElement[Any] = sa.literal_column(f"episodes.{PG_SEARCH_COLUMN}")
-    rank = sa.func.ts_rank(document, tsquery)
+    # Newest matches by primary key: with statistics the planner walks the key backwards
+    # for a common word (stopping at the bound) and uses the GIN index for a rare one.
+    # The rank is computed out here, for the candidates only: inside, a sort could have it
+    # computed for every match first.
+    candidates = (
+        in_shows(sa.select(episodes.c.id).where(document.op("@@")(tsquery)), names)
+        .order_by(episodes.c.id.desc())
+        .limit(RANKED_CANDIDATES)
+        .subquery("candidates")
+    )
     return (
-        select_episodes()
-        .where(document.op("@@")(tsquery))
-        .order_by(rank.desc(), *NEWEST)
+        sa.select(*EPISODE_COLUMNS)
+        .select_from(EPISODES_JOIN.join(candidates, candidates.c.id == episodes.c.id))
+        .order_by(sa.func.ts_rank(document, tsquery).desc(), *NEWEST)
         .limit(limit)
     )
 
 
-def _sqlite_statement(tokens: Sequence[str], mode: Mode, limit: int) -> sa.Select[Any]:
+def _sqlite_statement(
+    tokens: Sequence[str], mode: Mode, limit: int, names: Sequence[str] | None
+) -> sa.Select[Any]:
     fts = sa.table(SQLITE_FTS_TABLE, sa.column("rowid"))
     fts_name: sa.ColumnElement[Any] = sa.literal_column(SQLITE_FTS_TABLE)
     # bm25 weights per column (headline, summary, transcript); lower scores are better.
     rank = sa.func.bm25(
         fts_name, sa.literal_column("10.0"), sa.literal_column("4.0"), sa.literal_column("1.0")
     )
+    match = fts_name.op("MATCH")(fts5_match(tokens, mode))
+    # FTS5 reads a term's matches in rowid order either way, so ``rowid DESC LIMIT n`` stops
+    # after n; bm25 is only computed for those.
+    inner = sa.select(fts.c.rowid.label("id"), rank.label("score")).select_from(fts).where(match)
+    if names is not None:
+        inner = inner.where(fts.c.rowid.in_(in_shows(sa.select(episodes.c.id), names)))
+    candidates = inner.order_by(fts.c.rowid.desc()).limit(RANKED_CANDIDATES).subquery("candidates")
     return (
         sa.select(*EPISODE_COLUMNS)
-        .select_from(EPISODES_JOIN.join(fts, fts.c.rowid == episodes.c.id))
-        .where(fts_name.op("MATCH")(fts5_match(tokens, mode)))
-        .order_by(rank, *NEWEST)
+        .select_from(EPISODES_JOIN.join(candidates, candidates.c.id == episodes.c.id))
+        .order_by(candidates.c.score, *NEWEST)
         .limit(limit)
     )
 
@@ -97,7 +122,7 @@ class SearchMixin:
         statement = _postgres_statement if self._db.dialect == "postgresql" else _sqlite_statement
         with self._db.transaction("searching episodes", write=False) as conn:
             for mode in modes:
-                rows = conn.execute(in_shows(statement(tokens, mode, limit), shows)).all()
+                rows = conn.execute(statement(tokens, mode, limit, shows)).all()
                 if rows:
                     return hydrate(conn, rows)
         return []
