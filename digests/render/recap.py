@@ -229,11 +229,14 @@ def render_recap(
             **common,
         )
 
-    # Plans shrink monotonically, so the best one that fits is found by bisection: a few
-    # renders even for a week of 49 episodes and 300 PRs.
+    # Most weeks fit whole: one render. Otherwise plans shrink monotonically, so the best
+    # one that fits is found by bisection: a few renders even for 49 episodes and 300 PRs.
     plans = _plans(len(episodes), len(prs))
-    lo, hi = 0, len(plans) - 1
-    best = post_for(plans[hi])
+    best = post_for(plans[0])
+    lo, hi = 0, 0
+    if not _fits(best):
+        lo, hi = 1, len(plans) - 1
+        best = post_for(plans[hi])
     while lo < hi:
         mid = (lo + hi) // 2
         candidate = post_for(plans[mid])
