@@ -17,7 +17,14 @@ from digests.models import Episode, PullRequestRef, guid_key
 from digests.store.database import Database, aware, chunks, clean, clean_opt
 from digests.store.schema import episode_prs, episodes, shows
 from digests.store.shows import show_ids
-from digests.types import EpisodeIdentity, EpisodeWrite, StoredEpisode, UpsertIntents, UpsertResult
+from digests.types import (
+    EpisodeIdentity,
+    EpisodeStatus,
+    EpisodeWrite,
+    StoredEpisode,
+    UpsertIntents,
+    UpsertResult,
+)
 from digests.update import decide_upsert, episode_identity, latest_copies
 
 EPISODE_COLUMNS = (
@@ -214,6 +221,19 @@ def apply(conn: sa.Connection, intents: UpsertIntents, now: datetime) -> None:
         )
 
 
+# An upsert storing at least this many new episodes (a first read of an archive) refreshes
+# the planner's statistics: both engines otherwise go on planning for the table it was, and
+# SQLite never gathers them by itself (the title and show indexes are only chosen with them).
+ANALYZE_AFTER = 1000
+
+
+def refresh_statistics(conn: sa.Connection) -> None:
+    if conn.dialect.name == "sqlite":
+        # A sample is enough to choose indexes, and keeps this cheap on a large table.
+        conn.exec_driver_sql("PRAGMA analysis_limit = 400")
+    conn.exec_driver_sql("ANALYZE episodes")
+
+
 class EpisodesMixin:
     """The ``episodes`` aggregate of :class:`digests.store.Store`: upsert and lookups."""
 
@@ -254,4 +274,8 @@ class EpisodesMixin:
             apply(conn, intents, now)
             return list(intents.results)
 
-        return self._db.write("saving episodes", write)
+        results = self._db.write("saving episodes", write)
+        if sum(r.status == EpisodeStatus.NEW for r in results) >= ANALYZE_AFTER:
+            with self._db.transaction("refreshing the planner's statistics") as conn:
+                refresh_statistics(conn)
+        return results
