@@ -70,3 +70,34 @@ def test_a_large_upsert_refreshes_the_statistics(store: Store) -> None:
                 " AND schemaname = current_schema()"
             )
         assert rows.scalar()
+
+
+def test_title_words_stay_substrings_through_the_trigram_index(store: Store) -> None:
+    store.upsert_episodes(
+        [
+            _episode("PyTorch", 1, headline="Sharding the optimizer"),
+            _episode("PyTorch", 2, headline="Reworked guards for dynamic shapes"),
+            _episode("Triton", 3, headline="Shard layouts, day 2500"),
+        ],
+        START,
+    )
+    found = lambda *words: [e.guid for e in store.by_title_words(list(words))]  # noqa: E731
+    assert found("shard") == ["Triton-3", "PyTorch-1"]
+    assert found("SHARD", "2500") == ["Triton-3"]
+    assert found("pytorch", "guards") == ["PyTorch-2"]  # the show's name is in the title only
+    assert found("of", "guards") == []  # a short word still has to be there
+    assert found("fo", "guards") == ["PyTorch-2"]
+    assert found('ha"rd') == []
+
+
+def test_the_title_trigram_index_follows_updates_and_deletes(store: Store) -> None:
+    store.upsert_episodes([_episode("PyTorch", 1, headline="Sharding the optimizer")], START)
+    store.upsert_episodes([_episode("PyTorch", 1, headline="Fusion passes")], START)
+    assert store.by_title_words(["sharding"]) == []
+    assert [e.guid for e in store.by_title_words(["fusion"])] == ["PyTorch-1"]
+    if store._db.dialect == "sqlite":
+        with store._db.engine.connect() as conn:
+            rows = conn.exec_driver_sql(
+                "SELECT rowid FROM episodes_fts_titles WHERE episodes_fts_titles MATCH 'fusion'"
+            ).all()
+        assert len(rows) == 1

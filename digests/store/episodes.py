@@ -231,7 +231,9 @@ def refresh_statistics(conn: sa.Connection) -> None:
     if conn.dialect.name == "sqlite":
         # A sample is enough to choose indexes, and keeps this cheap on a large table.
         conn.exec_driver_sql("PRAGMA analysis_limit = 400")
-    conn.exec_driver_sql("ANALYZE episodes")
+    # The PRs too: `pr <n>` joins them, and they grow six times as fast.
+    for table in ("episodes", "episode_prs"):
+        conn.exec_driver_sql(f"ANALYZE {table}")
 
 
 class EpisodesMixin:

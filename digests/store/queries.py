@@ -19,11 +19,21 @@ from digests.store.episodes import (
     in_shows,
     select_episodes,
 )
-from digests.store.schema import UTCDateTime, episode_prs, episodes, shows
+from digests.store.schema import (
+    SQLITE_TITLE_TRIGRAMS,
+    UTCDateTime,
+    episode_prs,
+    episodes,
+    shows,
+)
 from digests.types import PrMention
 
 MAX_SEARCH_TOKENS = 16
 MAX_SEARCH_LIMIT = 100
+# Title-word lookups on SQLite read the trigram index first when it narrows the archive to
+# at most this many rows; words in more titles than that are found sooner by the scan
+# newest first, which stops at the limit.
+TITLE_TRIGRAM_BOUND = 1000
 
 
 def url_variants(url: str) -> list[str]:
@@ -246,11 +256,34 @@ class QueriesMixin:
             sa.or_(headline.contains(n, autoescape=True), title.contains(n, autoescape=True))
             for n in needles
         ]
+        stmt = select_episodes().where(*has_all)
+        narrowed = self._title_trigram_rows(needles)
+        if narrowed is not None:
+            stmt = stmt.where(episodes.c.id.in_(narrowed))
         return self._episodes(
             "finding episodes by title words",
-            select_episodes().where(*has_all).order_by(*NEWEST).limit(min(limit, MAX_SEARCH_LIMIT)),
+            stmt.order_by(*NEWEST).limit(min(limit, MAX_SEARCH_LIMIT)),
             shows,
         )
+
+    def _title_trigram_rows(self, needles: Sequence[str]) -> list[int] | None:
+        """The rows whose headline or title contains every needle of 3+ characters, by the
+        SQLite trigram index (a superset: the LIKEs still decide); None when it cannot
+        narrow (PostgreSQL, only short needles, or too many rows)."""
+        long = [n for n in needles if len(n) >= 3]
+        if self._db.dialect != "sqlite" or not long:
+            return None
+        fts: sa.ColumnElement[Any] = sa.literal_column(SQLITE_TITLE_TRIGRAMS)
+        match = " ".join('"' + clean(n).replace('"', '""') + '"' for n in long)
+        stmt: sa.Select[Any] = (
+            sa.select(sa.literal_column("rowid"))
+            .select_from(sa.table(SQLITE_TITLE_TRIGRAMS))
+            .where(fts.op("MATCH")(match))
+            .limit(TITLE_TRIGRAM_BOUND + 1)
+        )
+        with self._db.transaction("finding episodes by title words", write=False) as conn:
+            rows = [int(r) for r in conn.execute(stmt).scalars()]
+        return rows if len(rows) <= TITLE_TRIGRAM_BOUND else None
 
     def by_pr(self, number: int, shows: Sequence[str] | None = None) -> list[PrMention]:
         """Every episode naming PR ``number``, newest first, with the sentence that names it."""

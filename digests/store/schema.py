@@ -30,6 +30,8 @@ metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
 # GIN index. Both are created by migration 0001 and kept out of ``metadata`` because each
 # exists on one backend only; they are named here for the queries.
 SQLITE_FTS_TABLE = "episodes_fts"
+# SQLite only: a trigram FTS5 index of headline and title (migration 0009), for title words.
+SQLITE_TITLE_TRIGRAMS = "episodes_fts_titles"
 PG_SEARCH_COLUMN = "search_document"
 _FULL_TEXT_NAMES = (SQLITE_FTS_TABLE, PG_SEARCH_COLUMN, "ix_episodes_search_document")
 # Case-folded title lookups (``by_title``) use expression indexes on ``lower(headline)`` and
