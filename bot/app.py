@@ -19,11 +19,14 @@ from bot import home, interactivity, unfurl
 from bot.commands.base import Deps
 from bot.commands.cache import DEFAULT_TTL, TtlCache
 from bot.commands.slash import register_slash
+from bot.oauth import build_oauth_flow, register_leaving
 from bot.replay import replay_guard
 from bot.slack import make_web_client
+from bot.tokens import TeamAuthorize, TeamTokens
 from config.settings import Settings
 from digests.render import Renderer
 from digests.store import Store
+from digests.store.installations import Installations
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,8 @@ def build_app(
     client: AsyncWebClient | None = None,
     now: Callable[[], datetime] | None = None,
     reply_cache_ttl: float = DEFAULT_TTL,
+    installations: Installations | None = None,
+    tokens: TeamTokens | None = None,
 ) -> AsyncApp:
     """The Slack app: `/episodes`, buttons, App Home and unfurls over one store.
 
@@ -54,6 +59,10 @@ def build_app(
     adds ~11 ms to every reply (slack-notes); listeners here are fast, and slow work (Web API
     calls) runs in lazy listeners after the HTTP response. ``/episodes`` answers about
     episodes are cached ``reply_cache_ttl`` seconds (0 turns that off); see commands.cache.
+
+    In OAuth mode (``settings.oauth_mode``) the app also serves the install flow and takes
+    each request's token from the team's installation (``installations``, ``tokens``: made
+    from settings when not given).
     """
     client = client or make_web_client(settings)
     signing_secret = settings.slack_signing_secret
@@ -64,17 +73,47 @@ def build_app(
         signing_secret = secrets.token_hex(32)
     # AsyncApp has no token_verification_enabled: with a token it calls auth.test once, on
     # the first request, and caches it. Without a token an authorize function stands in.
-    app = AsyncApp(
-        name="digestbot",
-        process_before_response=True,
-        signing_secret=signing_secret,
-        client=client,
-        authorize=None if client.token else _tokenless,
-    )
     deps = Deps(settings=settings, store=store, renderer=renderer, now=now or _utcnow)
+    if settings.oauth_mode:
+        app = _oauth_app(settings, store, client, signing_secret, deps, installations, tokens)
+    else:
+        app = AsyncApp(
+            name="digestbot",
+            process_before_response=True,
+            signing_secret=signing_secret,
+            client=client,
+            authorize=None if client.token else _tokenless,
+        )
     app.use(replay_guard(store, deps.now))
     register_slash(app, deps, TtlCache(ttl=reply_cache_ttl))
     interactivity.register(app, deps)
     home.register(app, deps)
     unfurl.register(app, deps)
+    return app
+
+
+def _oauth_app(
+    settings: Settings,
+    store: Store,
+    client: AsyncWebClient,
+    signing_secret: str,
+    deps: Deps,
+    installations: Installations | None,
+    tokens: TeamTokens | None,
+) -> AsyncApp:
+    """Many workspaces: Bolt's install flow, and every request's token from its team."""
+    installations = installations or Installations(
+        settings.database_url, settings.slack_client_id or ""
+    )
+    tokens = tokens or TeamTokens.from_settings(settings, installations)
+    app = AsyncApp(
+        name="digestbot",
+        process_before_response=True,
+        signing_secret=signing_secret,
+        client=client,
+        oauth_flow=build_oauth_flow(settings, installations, client),
+        # An AsyncAuthorize instance (not a function) is what Bolt accepts beside a flow.
+        authorize=TeamAuthorize(tokens),  # type: ignore[arg-type]
+    )
+    register_leaving(app, installations, tokens, store, deps.now)
     return app

@@ -14,7 +14,7 @@ import json
 import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, Literal, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO
 
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -25,6 +25,9 @@ from bot.slack import make_web_client
 from config.settings import Settings
 from digests.errors import SlackError
 from digests.render import message_to_text
+
+if TYPE_CHECKING:
+    from digests.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -404,8 +407,13 @@ class PrintOutbox:
         self.stream.flush()
 
 
-def make_outbox(settings: Settings, stream: TextIO) -> Outbox:
-    """Slack when there is a bot token, else the print outbox on ``stream``."""
+def make_outbox(settings: Settings, stream: TextIO, store: Store | None = None) -> Outbox:
+    """Slack when there is a bot token (each team's in OAuth mode: ``store`` pauses a team
+    found without an installation), else the print outbox on ``stream``."""
+    if settings.oauth_mode:
+        from bot.tokens import team_outbox
+
+        return team_outbox(settings, store)
     if settings.slack_bot_token:
         return SlackOutbox.from_settings(settings)
     return PrintOutbox(stream)

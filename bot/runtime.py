@@ -39,12 +39,14 @@ def sync_config_channels(settings: Settings, store: Store, team_id: str) -> int:
                 raise ConfigError(
                     f"channel {channel.id} follows show {show!r}, which is not configured"
                 )
+            # In OAuth mode every channel names its team (settings check it).
+            team = channel.team or team_id
             if store.subscriptions(
-                team_id=team_id, channel_id=channel.id, show=show, include_unsubscribed=True
+                team_id=team, channel_id=channel.id, show=show, include_unsubscribed=True
             ):
                 continue
             store.subscribe(
-                team_id,
+                team,
                 channel.id,
                 show,
                 keywords=channel.keywords,

@@ -296,7 +296,7 @@ async def run_clock(
 async def _run(
     settings: Settings, store: Store, stop: asyncio.Event, grace: float, sweep_seconds: float
 ) -> None:
-    outbox = make_outbox(settings, sys.stdout)
+    outbox = make_outbox(settings, sys.stdout, store)
     renderer = Renderer.of(settings)
     deliverer = Deliverer(store, outbox)
     extra: list[ExtraJob] = [recap_job(settings, store, deliverer, renderer)]

@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
+# OAuth mode's install flow (Bolt's default paths; answered only when the app has a flow).
+INSTALL_PATH = "/slack/install"
+REDIRECT_PATH = "/slack/oauth_redirect"
 # Slack's payloads are a few KB; a bigger body is not from Slack and is refused unread.
 MAX_BODY = 1024 * 1024
 
@@ -53,6 +56,8 @@ def build_asgi(app: AsyncApp, store: Store) -> ASGIApp:
         routes=[
             Route(EVENTS_PATH, events, methods=["POST"]),
             Route(HEALTH_PATH, healthz, methods=["GET"]),
+            Route(INSTALL_PATH, handler.handle, methods=["GET"]),
+            Route(REDIRECT_PATH, handler.handle, methods=["GET"]),
         ]
     )
 

@@ -32,7 +32,7 @@ async def run_once(settings: Settings, out: TextIO) -> object:
     try:
         team_id = await resolve_team_id(settings)
         await asyncio.to_thread(sync_config_channels, settings, store, team_id)
-        outbox = make_outbox(settings, out)
+        outbox = make_outbox(settings, out, store)
         try:
             async with make_http_client() as http_client:
                 report = await poll_once(settings, store, outbox, http_client, utcnow())
@@ -215,7 +215,7 @@ async def _post_recap(
         message=message,
         thread=tuple(thread),
     )
-    outbox = make_outbox(settings, out)
+    outbox = make_outbox(settings, out, store)
     try:
         report = await Deliverer(store, outbox).deliver([item])
     finally:

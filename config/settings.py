@@ -26,6 +26,17 @@ from digests.pulls import PrRules
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 DEFAULT_GITHUB_API_URL = "https://api.github.com"
+DEFAULT_SLACK_AUTHORIZE_URL = "https://slack.com/oauth/v2/authorize"
+# What an installed bot may do, and nothing more (the Marketplace asks for least privilege).
+DEFAULT_BOT_SCOPES = (
+    "chat:write",
+    "chat:write.public",
+    "channels:join",
+    "channels:history",
+    "commands",
+    "links:read",
+    "links:write",
+)
 # Labels that mean merged / reverted where a repository lands PRs by bot (they end closed).
 REPO_STATE_LABELS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "pytorch/pytorch": (("Merged",), ("Reverted",)),
@@ -142,6 +153,17 @@ class Settings(BaseSettings):
     slack_signing_secret: str | None = None
     slack_app_token: str | None = None
     slack_api_url: str = DEFAULT_SLACK_API_URL
+    # OAuth mode (many workspaces): a client id and secret and no bot token. Each team's
+    # token then comes from its installation, stored with the rest of the data.
+    slack_client_id: str | None = None
+    slack_client_secret: str | None = None
+    slack_scopes: list[str] = Field(default_factory=lambda: list(DEFAULT_BOT_SCOPES))
+    slack_redirect_uri: str | None = None
+    # Where the "Add to Slack" button sends the browser (Slack's own page unless testing).
+    slack_authorize_url: str = DEFAULT_SLACK_AUTHORIZE_URL
+    # With token rotation on, a token is refreshed this long before it expires (Slack's
+    # tokens live 12 hours).
+    slack_token_refresh_minutes: int = Field(default=120, ge=1, le=11 * 60)
     database_url: str = "sqlite:///digestbot.sqlite3"
     # GitHub: PR titles and states. Asked only when enabled: `github = true` in the file, or
     # GITHUB_TOKEN / GITHUB_API_URL set; `github = false` turns it off whatever is set.
@@ -183,6 +205,25 @@ class Settings(BaseSettings):
                     )
                 seen.add(key)
         return self
+
+    @model_validator(mode="after")
+    def _channel_teams(self) -> Settings:
+        # In OAuth mode there is no one workspace a config channel could default to.
+        if self.oauth_mode:
+            for index, channel in enumerate(self.channels):
+                if not channel.team:
+                    raise ValueError(
+                        f"channels.{index}: channel {channel.id} needs a team (T…) when the "
+                        "bot serves many workspaces (SLACK_CLIENT_ID without SLACK_BOT_TOKEN)"
+                    )
+        return self
+
+    @property
+    def oauth_mode(self) -> bool:
+        """Many workspaces: client credentials set and no single bot token."""
+        return bool(
+            self.slack_client_id and self.slack_client_secret and not self.slack_bot_token
+        )
 
     @field_validator("github_api_url")
     @classmethod

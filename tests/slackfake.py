@@ -59,6 +59,7 @@ are set by POSTing JSON to ``/_fake/fail_next``, ``/_fake/channel_error``, ``/_f
 from __future__ import annotations
 
 import argparse
+import base64
 import itertools
 import json
 import sys
@@ -92,6 +93,10 @@ _CHANNEL_METHODS = {
     "conversations.join",
 }
 _CHANNEL_ERRORS = {"channel_not_found", "is_archived", "not_in_channel"}
+# Called with the app's client id and secret (HTTP Basic), not a token.
+_CLIENT_METHODS = {"oauth.v2.access"}
+CLIENT_ID = "1111.2222"
+CLIENT_SECRET = "fake-client-secret"
 _RESPONSE_URL_USES = 5
 
 MAX_MESSAGE_BLOCKS = 50
@@ -213,6 +218,7 @@ class SlackFake(BackgroundServer):
         self._response_ids = itertools.count(1)
         self._view_ids = itertools.count(1)
         self._last_ts = Decimal(0)
+        self._oauth_init()
 
     @property
     def api_url(self) -> str:
@@ -259,6 +265,7 @@ class SlackFake(BackgroundServer):
             self._faults.clear()
             self._channel_errors.clear()
             self._responses.clear()
+            self._oauth_init()
 
     # inspecting ------------------------------------------------------------------------
     @property
@@ -336,6 +343,8 @@ class SlackFake(BackgroundServer):
         handler = _METHODS.get(method)
         if handler is None:
             return 200, {"ok": False, "error": "unknown_method"}, {}
+        if method in _CLIENT_METHODS:
+            return 200, handler(self, params), {}
         if not token:
             return 200, {"ok": False, "error": "not_authed"}, {}
         if token not in self.tokens:
@@ -344,11 +353,16 @@ class SlackFake(BackgroundServer):
             channel = params.get("channel")
             if not channel:
                 return 200, {"ok": False, "error": "channel_not_found"}, {}
+            owner = self.channel_teams.get(str(channel))
+            if owner is not None and self.token_teams.get(token, TEAM_ID) != owner:
+                # A call about another workspace's channel, with this workspace's token.
+                return 200, {"ok": False, "error": "channel_not_found"}, {}
             error = self._channel_errors.get(str(channel))
             if error is not None and not (
                 method == "conversations.join" and error == "not_in_channel"
             ):
                 return 200, {"ok": False, "error": error}, {}
+        self._caller_token = token  # auth.test answers for the token's team
         return 200, handler(self, params), {}
 
     def handle_response_url(self, rid: str, payload: Any) -> tuple[int, bytes]:
@@ -369,8 +383,96 @@ class SlackFake(BackgroundServer):
         error, pointer = problem
         return {"ok": False, "error": error, "errors": [pointer]}
 
+    # OAuth (many workspaces) ------------------------------------------------------------
+    def _oauth_init(self) -> None:
+        self.client_id = CLIENT_ID
+        self.client_secret = CLIENT_SECRET
+        # token → team; channel → team (a call about it must carry that team's token).
+        self.token_teams: dict[str, str] = {}
+        self.channel_teams: dict[str, str] = {}
+        # With rotation: tokens issued expire in this many seconds, with a refresh token.
+        self.rotation_expires_in: int | None = None
+        self._codes: dict[str, tuple[str, str]] = {}
+        self._refresh_tokens: dict[str, str] = {}
+        self._team_names: dict[str, str] = {}
+        self._issued = itertools.count(1)
+        self._caller_token: str | None = None
+
+    def add_install_code(self, code: str, team_id: str, team_name: str = "") -> None:
+        """``code`` (once) → an installation in ``team_id`` from ``oauth.v2.access``."""
+        with self._lock:
+            self._codes[code] = (team_id, team_name or f"Team {team_id}")
+
+    def add_team_channel(self, team_id: str, channel: str) -> None:
+        with self._lock:
+            self.channel_teams[channel] = team_id
+
+    def revoke_team(self, team_id: str) -> None:
+        """Every token of the team stops working (``invalid_auth``), as after an uninstall."""
+        with self._lock:
+            for token in [t for t, team in self.token_teams.items() if team == team_id]:
+                self.tokens.discard(token)
+
+    def team_tokens(self, team_id: str) -> list[str]:
+        with self._lock:
+            return [t for t, team in self.token_teams.items() if team == team_id]
+
+    def _issue(self, team_id: str) -> dict[str, Any]:
+        n = next(self._issued)
+        rotating = self.rotation_expires_in is not None
+        token = f"xoxe.xoxb-{team_id}-{n}" if rotating else f"xoxb-{team_id}-{n}"
+        self.tokens.add(token)
+        self.token_teams[token] = team_id
+        grant: dict[str, Any] = {"access_token": token, "token_type": "bot"}
+        if rotating:
+            refresh = f"xoxe-1-{team_id}-{n}"
+            self._refresh_tokens[refresh] = team_id
+            grant.update(refresh_token=refresh, expires_in=self.rotation_expires_in)
+        return grant
+
+    def _oauth_v2_access(self, params: dict[str, Any]) -> dict[str, Any]:
+        if (params.get("client_id"), params.get("client_secret")) != (
+            self.client_id,
+            self.client_secret,
+        ):
+            return {"ok": False, "error": "invalid_client_id"}
+        if params.get("grant_type") == "refresh_token":
+            # Single use: a second refresh with the same token fails, as Slack's does.
+            team = self._refresh_tokens.pop(str(params.get("refresh_token")), None)
+            if team is None:
+                return {"ok": False, "error": "invalid_refresh_token"}
+            return {"ok": True, "team": {"id": team}, **self._issue(team)}
+        found = self._codes.pop(str(params.get("code")), None)
+        if found is None:
+            return {"ok": False, "error": "invalid_code"}
+        team, name = found
+        self._team_names[team] = name
+        return {
+            "ok": True,
+            "app_id": APP_ID,
+            "authed_user": {"id": f"U0INST{team}"},
+            "scope": "chat:write,commands",
+            "bot_user_id": f"U0BOT{team}",
+            "team": {"id": team, "name": name},
+            "enterprise": None,
+            "is_enterprise_install": False,
+            **self._issue(team),
+        }
+
     # methods (called with the lock held) -------------------------------------------------
     def _auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
+        team = self.token_teams.get(self._caller_token or "")
+        if team is not None:
+            return {
+                "ok": True,
+                "url": f"https://{team.lower()}.slack.com/",
+                "team": self._team_names.get(team, team),
+                "user": "digestbot",
+                "team_id": team,
+                "user_id": f"U0BOT{team}",
+                "bot_id": f"B0BOT{team}",
+                "is_enterprise_install": False,
+            }
         return {
             "ok": True,
             "url": "https://digestbot-test.slack.com/",
@@ -534,6 +636,7 @@ class SlackFake(BackgroundServer):
 
 _METHODS = {
     "auth.test": SlackFake._auth_test,
+    "oauth.v2.access": SlackFake._oauth_v2_access,
     "chat.postMessage": SlackFake._post_message,
     "chat.postEphemeral": SlackFake._post_ephemeral,
     "chat.update": SlackFake._update,
@@ -599,6 +702,9 @@ class _Handler(LoopbackHandler):
             auth = self.headers.get("Authorization", "")
             if auth.startswith("Bearer "):
                 token = auth[len("Bearer ") :]
+            elif auth.startswith("Basic "):
+                client = base64.b64decode(auth[len("Basic ") :]).decode("utf-8", "replace")
+                params["client_id"], _, params["client_secret"] = client.partition(":")
             status, body, headers = fake.handle_api(method, params, token, self.command)
             self._json(status, body, headers)
         elif parts.path.startswith("/respond/"):

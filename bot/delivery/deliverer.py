@@ -24,6 +24,7 @@ from bot.delivery.paced import Meter, PacedOutbox, Policy
 from bot.delivery.pausing import Pauser
 from bot.delivery.protocol import Done, ExactlyOnce, Outcome
 from bot.outbox import Outbox, PostFailure
+from bot.tokens import CURRENT_TEAM
 from digests.decide import ledger_step
 from digests.errors import StoreError
 from digests.store import Store
@@ -160,6 +161,8 @@ class Deliverer:
         rows: Mapping[Ident, LedgerRow],
         report: DeliveryReport,
     ) -> None:
+        # Every call of this channel's task goes out with its team's token (OAuth mode).
+        CURRENT_TEAM.set(sequence[0].team_id)
         for index, item in enumerate(sequence):
             if item.team_id in self.stopped_teams:
                 report.held += [d.ident for d in sequence[index:]]

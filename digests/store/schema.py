@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
+from digests.store.installations import oauth_tables
 from digests.types import LedgerState
 
 NAMING_CONVENTION = {
@@ -224,3 +225,6 @@ seen_requests = sa.Table(
     sa.Column("key", sa.String(100), primary_key=True),
     sa.Column("seen_at", UTCDateTime, nullable=False, index=True),
 )
+
+# slack_sdk's OAuth tables (migration 0009), read and written only by its async stores.
+slack_installations, slack_bots, slack_oauth_states = oauth_tables(metadata)
