@@ -841,14 +841,28 @@ class RemoteSlackFake:
         self._post("reset")
 
 
+def bench_team(n: int) -> str:
+    return f"T{n:05d}"
+
+
+def bench_token(team: str) -> str:
+    return f"xoxb-{team}-bench"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run the Slack Web API fake.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument(
+        "--teams", type=int, default=0, help="workspaces T00000…: token xoxb-T00000-bench each"
+    )
     args = parser.parse_args(argv)
     fake = SlackFake(args.host, args.port)
     fake.latency = args.latency
+    for n in range(args.teams):
+        fake.tokens.add(bench_token(bench_team(n)))
+        fake.token_teams[bench_token(bench_team(n))] = bench_team(n)
     fake.start()
     print(fake.api_url, flush=True)
     try:
