@@ -1,6 +1,6 @@
 """Slack installations (OAuth mode): slack_sdk's async stores over the project's database.
 
-The tables are slack_sdk's (``oauth_tables``, created by migration 0009), read and written
+The tables are slack_sdk's (``oauth_tables``, created by migration 0010), read and written
 by ``AsyncSQLAlchemyInstallationStore`` / ``AsyncSQLAlchemyOAuthStateStore`` on an async
 engine to the same database as the store (aiosqlite for SQLite, psycopg's async mode for
 PostgreSQL). What slack_sdk has no answer for is here: every team's bot in one query (the
@@ -34,7 +34,7 @@ Refresh = Callable[[Bot], Awaitable[Bot | None]]
 
 
 def oauth_tables(metadata: sa.MetaData) -> list[sa.Table]:
-    """slack_sdk's three tables in ``metadata`` (what migration 0009 creates)."""
+    """slack_sdk's three tables in ``metadata`` (what migration 0010 creates)."""
     return [
         AsyncSQLAlchemyInstallationStore.build_installations_table(metadata, INSTALLATIONS),
         AsyncSQLAlchemyInstallationStore.build_bots_table(metadata, BOTS),

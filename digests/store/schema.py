@@ -226,5 +226,5 @@ seen_requests = sa.Table(
     sa.Column("seen_at", UTCDateTime, nullable=False, index=True),
 )
 
-# slack_sdk's OAuth tables (migration 0009), read and written only by its async stores.
+# slack_sdk's OAuth tables (migration 0010), read and written only by its async stores.
 slack_installations, slack_bots, slack_oauth_states = oauth_tables(metadata)

@@ -4,8 +4,8 @@ The tables come from slack_sdk's own ``build_*_table`` classmethods so the async
 (``AsyncSQLAlchemyInstallationStore``, ``AsyncSQLAlchemyOAuthStateStore``) find exactly the
 columns and indexes they expect, on SQLite and PostgreSQL alike.
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-12-01
 """
 
@@ -18,8 +18,8 @@ from alembic import op
 
 from digests.store.installations import oauth_tables
 
-revision: str = "0009"
-down_revision: str | None = "0008"
+revision: str = "0010"
+down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
