@@ -10,7 +10,7 @@ is dropped silently.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -186,6 +186,67 @@ def _plans(n_episodes: int, n_prs: int) -> list[tuple[int, int]]:
     return plans
 
 
+def _overflow(message: Message) -> float:
+    """How far over (>1) or under the post's limits a rendered post is."""
+    return max(
+        len(message["blocks"]) / limits.BLOCKS_PER_MESSAGE,
+        limits.message_text_size(message) / limits.MESSAGE_TEXT_BUDGET,
+    )
+
+
+def _best_plan(
+    plans: Sequence[tuple[int, int]], post_for: Callable[[tuple[int, int]], Message]
+) -> tuple[int, Message]:
+    """The first plan whose post fits (the last when none does), and that post.
+
+    Most weeks fit whole: one render. Otherwise plans shrink monotonically, so the boundary
+    is searched outward from an estimate of it, then bisected: a few renders, each about
+    the size of the answer, rather than halving from the top.
+    """
+    posts: dict[int, Message] = {}
+
+    def fits(index: int) -> bool:
+        if index not in posts:
+            posts[index] = post_for(plans[index])
+        return _fits(posts[index])
+
+    last = len(plans) - 1
+    if fits(0) or last == 0:
+        return 0, posts[0]
+
+    def plan_of(items: float) -> int:
+        return next((i for i, plan in enumerate(plans) if sum(plan) <= items), last)
+
+    # Size grows about linearly with the lines: a proportional guess, then a secant step
+    # through it and the whole week, usually lands on the boundary or next to it.
+    n0, o0 = sum(plans[0]), _overflow(posts[0])
+    guess = plan_of(n0 * 0.95 / o0)
+    fits(guess)
+    n1, o1 = sum(plans[guess]), _overflow(posts[guess])
+    if o0 != o1:
+        guess = plan_of(n1 + (1 - o1) * (n0 - n1) / (o0 - o1))
+    bad, good = 0, last  # plans[bad] does not fit; plans[good] fits, or is the last resort
+    step = 1
+    if fits(guess):
+        good = guess
+        while good - step > bad and fits(good - step):
+            good, step = good - step, step * 2
+        bad = max(bad, good - step)
+    else:
+        bad = guess
+        while bad + step < good and not fits(bad + step):
+            bad, step = bad + step, step * 2
+        good = min(good, bad + step)
+    while good - bad > 1:
+        mid = (bad + good) // 2
+        if fits(mid):
+            good = mid
+        else:
+            bad = mid
+    fits(good)
+    return good, posts[good]
+
+
 def render_recap(
     recap: WeeklyRecap,
     renderer_or_env: Renderer | Environment | None,
@@ -229,21 +290,8 @@ def render_recap(
             **common,
         )
 
-    # Most weeks fit whole: one render. Otherwise plans shrink monotonically, so the best
-    # one that fits is found by bisection: a few renders even for 49 episodes and 300 PRs.
     plans = _plans(len(episodes), len(prs))
-    best = post_for(plans[0])
-    lo, hi = 0, 0
-    if not _fits(best):
-        lo, hi = 1, len(plans) - 1
-        best = post_for(plans[hi])
-    while lo < hi:
-        mid = (lo + hi) // 2
-        candidate = post_for(plans[mid])
-        if _fits(candidate):
-            hi, best = mid, candidate
-        else:
-            lo = mid + 1
+    hi, best = _best_plan(plans, post_for)
     n_e, n_p = plans[hi]
     post = best
     replies: list[Message] = []
