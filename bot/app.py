@@ -22,6 +22,7 @@ from bot.commands.slash import register_slash
 from bot.oauth import build_oauth_flow, register_leaving
 from bot.replay import replay_guard
 from bot.slack import make_web_client
+from bot.slack_wait import SlackIdentity
 from bot.tokens import TeamAuthorize, TeamTokens
 from config.settings import Settings
 from digests.render import Renderer
@@ -71,8 +72,6 @@ def build_app(
         # one rejects every HTTP request instead, while Socket Mode (not signed) still works.
         log.info("no SLACK_SIGNING_SECRET: HTTP requests are refused (Socket Mode unaffected)")
         signing_secret = secrets.token_hex(32)
-    # AsyncApp has no token_verification_enabled: with a token it calls auth.test once, on
-    # the first request, and caches it. Without a token an authorize function stands in.
     deps = Deps(settings=settings, store=store, renderer=renderer, now=now or _utcnow)
     if settings.oauth_mode:
         app = _oauth_app(settings, store, client, signing_secret, deps, installations, tokens)
@@ -82,7 +81,9 @@ def build_app(
             process_before_response=True,
             signing_secret=signing_secret,
             client=client,
-            authorize=None if client.token else _tokenless,
+            # Bolt's own authorization calls auth.test on the first request and refuses it
+            # when Slack is down; SlackIdentity answers from the token meanwhile.
+            authorize=SlackIdentity(client).authorize() if client.token else _tokenless,
         )
     app.use(replay_guard(store, deps.now))
     register_slash(app, deps, TtlCache(ttl=reply_cache_ttl))

@@ -4,21 +4,27 @@ from __future__ import annotations
 
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
-    AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack_wait import REQUEST_WAIT, CappedRateLimitRetryHandler
 from config.settings import Settings
 
 
 def make_web_client(
-    settings: Settings, *, max_retries: int = 3, timeout: int = 10
+    settings: Settings,
+    *,
+    max_retries: int = 3,
+    timeout: int = 10,
+    max_wait: float = REQUEST_WAIT,
 ) -> AsyncWebClient:
     """An AsyncWebClient pointed at ``settings.slack_api_url`` with bounded retries.
 
-    Retries cover 429 (waiting Retry-After), 5xx and connection errors. A retried
-    chat.postMessage could double-post; the delivery ledger, not this, guarantees once.
+    Retries cover 429 (waiting Retry-After when it is at most ``max_wait`` seconds: this
+    client serves requests and one-shot commands, which fail fast instead), 5xx and
+    connection errors. A retried chat.postMessage could double-post; the delivery ledger,
+    not this, guarantees once.
     """
     return AsyncWebClient(
         token=settings.slack_bot_token,
@@ -26,7 +32,7 @@ def make_web_client(
         timeout=timeout,
         retry_handlers=[
             AsyncConnectionErrorRetryHandler(max_retry_count=max_retries),
-            AsyncRateLimitErrorRetryHandler(max_retry_count=max_retries),
+            CappedRateLimitRetryHandler(max_retry_count=max_retries, max_wait=max_wait),
             AsyncServerErrorRetryHandler(max_retry_count=max_retries),
         ],
     )
