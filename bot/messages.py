@@ -185,6 +185,8 @@ SHARE_BUTTON = "Share in channel"
 SHARE_GONE = "That reply cannot be shared any more; run the command again."
 INTERNAL_ERROR = "Sorry, that failed on our side ({reason}). Try again in a moment."
 REASON_STORE = "the episode archive is unreachable"
+REASON_STORE_SLOW = "the database is not answering"
+NOT_SAVED = "Nothing was saved."
 REASON_UNEXPECTED = "an unexpected error; it has been logged"
 
 KEY_PRS_NONE = "This episode names no pull requests."

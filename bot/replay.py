@@ -30,6 +30,11 @@ log = logging.getLogger(__name__)
 CHANGING_COMMANDS = frozenset({"subscribe", "unsubscribe"})
 
 
+def is_changing(word: str) -> bool:
+    """Whether a slash subcommand changes state."""
+    return unicodedata.normalize("NFKC", word).casefold() in CHANGING_COMMANDS
+
+
 def replay_key(body: dict[str, Any], raw_body: str, timestamp: str) -> str | None:
     """The key a state-changing request is remembered by, or None when it only reads."""
     if body.get("type") == "event_callback" and body.get("event_id"):

@@ -16,9 +16,15 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def open_store(settings: Settings) -> Store:
-    """The store, migrated, with every configured show known to it."""
-    store = Store.open(settings.database_url)
+# The web app's store: a database that does not answer within this many seconds fails
+# the request (the reply says so) while Slack still waits for it (3 s).
+REQUEST_DB_WAIT = 1.0
+
+
+def open_store(settings: Settings, *, wait: float | None = None) -> Store:
+    """The store, migrated, with every configured show known to it; ``wait``: see
+    :class:`digests.store.database.Database` (None for batch work)."""
+    store = Store.open(settings.database_url, wait=wait)
     for show in settings.shows:
         store.ensure_show(show.name, settings.feed_location(show), show.repo)
     return store

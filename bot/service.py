@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TextIO
 from zoneinfo import ZoneInfo
 
-from bot.runtime import open_store, resolve_team_id, sync_config_channels, utcnow
+from bot.runtime import REQUEST_DB_WAIT, open_store, resolve_team_id, sync_config_channels, utcnow
 from config.settings import Settings
 from digests.errors import ConfigError, SlackError
 from digests.render import Message, Renderer
@@ -57,7 +57,7 @@ async def _web(settings: Settings, stop: asyncio.Event, sock: socket.socket | No
     from bot.app import build_app
     from bot.server import build_asgi, serve
 
-    store = await asyncio.to_thread(open_store, settings)
+    store = await asyncio.to_thread(lambda: open_store(settings, wait=REQUEST_DB_WAIT))
     app = build_app(settings, store, Renderer.of(settings))
     try:
         if settings.slack_app_token:

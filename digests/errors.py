@@ -80,6 +80,10 @@ class StoreError(DigestError):
     """The database is unreachable or refused an operation."""
 
 
+class StoreTimeout(StoreError):
+    """The database did not answer in time (connect, statement, lock or busy timeout)."""
+
+
 class SlackError(DigestError):
     """Slack answered with an error we cannot retry away."""
 

@@ -14,16 +14,20 @@ from bot.commands.base import Deps, Invocation
 from bot.commands.cache import SingleFlight, TtlCache, cache_key
 from bot.commands.parse import Subscribe, Unsubscribe
 from bot.commands.replies import message, section
-from digests.errors import StoreError
+from bot.replay import is_changing
+from digests.errors import StoreError, StoreTimeout
 from digests.render.limits import Message
 
 log = logging.getLogger(__name__)
 
 
-def failure_reply(exc: BaseException) -> Message:
-    """One line for the user; the details go to the log, never to Slack."""
+def failure_reply(exc: BaseException, *, changing: bool = False) -> Message:
+    """One line for the user; the details go to the log, never to Slack. ``changing``: the
+    request was to change something, and the reply says it did not."""
     reason = msg.REASON_STORE if isinstance(exc, StoreError) else msg.REASON_UNEXPECTED
+    reason = msg.REASON_STORE_SLOW if isinstance(exc, StoreTimeout) else reason
     text = msg.INTERNAL_ERROR.format(reason=reason)
+    text = f"{msg.NOT_SAVED} {text}" if changing else text
     return message(text, [section(f":warning: {text}")])
 
 
@@ -36,7 +40,8 @@ async def answer_off_loop(
         return await asyncio.to_thread(answer, text, deps, invocation, for_share=for_share)
     except Exception as exc:  # any failure becomes a one-line reply, never an error page
         log.exception("/episodes %r failed", text[:100])
-        return Answer(failure_reply(exc))
+        words = text.split()
+        return Answer(failure_reply(exc, changing=bool(words) and is_changing(words[0])))
 
 
 def invocation_of(command: dict[str, Any]) -> Invocation:

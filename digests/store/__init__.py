@@ -32,14 +32,15 @@ class Store(
     Every database failure leaves a method as a one-line ``StoreError``.
     """
 
-    def __init__(self, url: str) -> None:
-        """Create the engine (no connection yet). ``url`` is a SQLAlchemy URL."""
-        self._db = Database(url)
+    def __init__(self, url: str, *, wait: float | None = None) -> None:
+        """Create the engine (no connection yet). ``url`` is a SQLAlchemy URL; ``wait``
+        bounds how long the database may hold a call up (see ``Database``)."""
+        self._db = Database(url, wait=wait)
 
     @classmethod
-    def open(cls, url: str) -> Store:
+    def open(cls, url: str, *, wait: float | None = None) -> Store:
         """Engine + ``migrate()``: the usual way to get a ready store."""
-        store = cls(url)
+        store = cls(url, wait=wait)
         try:
             store.migrate()
         except BaseException:

@@ -8,6 +8,8 @@ it into a one-line :class:`StoreError` (no SQL, no parameters, no password).
 
 from __future__ import annotations
 
+import math
+import os
 import sqlite3
 import threading
 import time
@@ -25,7 +27,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
-from digests.errors import StoreError
+from digests.errors import StoreError, StoreTimeout
 
 _T = TypeVar("_T")
 
@@ -36,6 +38,15 @@ _PG_MIGRATION_LOCK = 0x64696765
 _WRITE_ATTEMPTS = 3
 _WAL_ATTEMPTS = 25  # about 10 s of waiting, as the busy timeout allows other statements
 _PG_CONNECT_TIMEOUT = 10
+_SQLITE_BUSY_MS = 10000
+# Driver messages of a database that did not answer in time (psycopg, libpq, sqlite3).
+_TIMEOUT_MARKS = (
+    "timeout expired",
+    "timed out",
+    "statement timeout",
+    "lock timeout",
+    "database is locked",
+)
 
 
 def chunks(items: Sequence[_T], size: int = CHUNK) -> Iterator[Sequence[_T]]:
@@ -66,25 +77,35 @@ def _reason(error: BaseException) -> str:
     return line[:300]
 
 
+def _timed_out(error: BaseException) -> bool:
+    if isinstance(error, sa_exc.TimeoutError):  # no pooled connection came free in time
+        return True
+    text = str(getattr(error, "orig", None) or error).lower()
+    return any(mark in text for mark in _TIMEOUT_MARKS)
+
+
 @contextmanager
 def wrap_exceptions(action: str, where: str = "") -> Iterator[None]:
     """The store's one error translator: any SQLAlchemy/DBAPI error → one-line StoreError.
 
     ``action`` says what was being done ("saving episodes"), ``where`` names the database
     (its URL without password) for failures of the connection itself. Usable as a
-    decorator too (``@wrap_exceptions("…")``).
+    decorator too (``@wrap_exceptions("…")``). A database that did not answer in time
+    raises :class:`StoreTimeout` (a StoreError), so a reply can say so.
     """
     try:
         yield
     except sa_exc.DBAPIError as error:
+        kind = StoreTimeout if _timed_out(error) else StoreError
         if error.connection_invalidated or isinstance(
             error, sa_exc.OperationalError | sa_exc.InterfaceError
         ):
             database = f"database {where}" if where else "database"
-            raise StoreError(f"{database} failed while {action}: {_reason(error)}") from error
-        raise StoreError(f"database refused {action}: {_reason(error)}") from error
+            raise kind(f"{database} failed while {action}: {_reason(error)}") from error
+        raise kind(f"database refused {action}: {_reason(error)}") from error
     except sa_exc.SQLAlchemyError as error:
-        raise StoreError(f"database error while {action}: {_reason(error)}") from error
+        kind = StoreTimeout if _timed_out(error) else StoreError
+        raise kind(f"database error while {action}: {_reason(error)}") from error
 
 
 def safe_url(engine: sa.Engine) -> str:
@@ -116,8 +137,13 @@ class LiveOwners:
 class Database:
     """One engine over SQLite or PostgreSQL, and the transactions every aggregate uses."""
 
-    def __init__(self, url: str) -> None:
-        """Create the engine (no connection yet). ``url`` is a SQLAlchemy URL."""
+    def __init__(self, url: str, *, wait: float | None = None) -> None:
+        """Create the engine (no connection yet). ``url`` is a SQLAlchemy URL.
+
+        ``wait``: how long, in seconds, one connect, statement, lock or busy database may
+        hold a caller up (a request path's store: Slack gives a reply 3 s); None keeps the
+        long defaults of batch work. Migrations are exempt: they wait as long as needed.
+        """
         try:
             parsed = make_url(url)
         except (sa_exc.ArgumentError, ValueError) as error:
@@ -128,11 +154,11 @@ class Database:
             ) from error
         self.safe_url = parsed.render_as_string(hide_password=True)
         try:
-            self.engine = sa.create_engine(parsed, **_engine_options(parsed))
+            self.engine = sa.create_engine(parsed, **_engine_options(parsed, wait))
         except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ImportError) as error:
             raise StoreError(f"cannot use database {self.safe_url}: {_reason(error)}") from error
         if self.engine.dialect.name == "sqlite":
-            _configure_sqlite(self.engine)
+            _configure_sqlite(self.engine, _SQLITE_BUSY_MS if wait is None else int(wait * 1000))
         # Deliverers alive in this process, for every ledger over this database.
         self.live_owners = LiveOwners()
 
@@ -149,8 +175,11 @@ class Database:
         config = Config()
         script_location = resources.files("digests.store").joinpath("migrations")
         config.set_main_option("script_location", str(script_location))
-        with self.transaction("migrating the database") as conn:
+        with self.transaction("migrating the database", busy_ms=_SQLITE_BUSY_MS) as conn:
             if self.dialect == "postgresql":
+                # A request store's short timeouts are for requests, not for the schema.
+                conn.execute(sa.text("SET LOCAL statement_timeout = 0"))
+                conn.execute(sa.text("SET LOCAL lock_timeout = 0"))
                 conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_MIGRATION_LOCK)))
             # env.py migrates this very connection: no URL (nor password) goes into config.
             config.attributes["connection"] = conn
@@ -168,14 +197,19 @@ class Database:
         self.engine.dispose()
 
     @contextmanager
-    def transaction(self, action: str, write: bool = True) -> Iterator[sa.Connection]:
-        """One transaction; any database error becomes a one-line ``StoreError``."""
+    def transaction(
+        self, action: str, write: bool = True, *, busy_ms: int | None = None
+    ) -> Iterator[sa.Connection]:
+        """One transaction; any database error becomes a one-line ``StoreError``.
+        ``busy_ms``: this transaction's SQLite busy timeout, when not the engine's."""
         with self.errors(action), self.engine.connect() as conn:
             if write and self.dialect == "sqlite":
                 # Take the write lock up front: a deferred transaction that upgrades
                 # from read to write fails at once with "database is locked" instead of
                 # waiting its turn behind another process.
                 conn.execution_options(digestbot_sqlite_begin="IMMEDIATE")
+            if busy_ms is not None and self.dialect == "sqlite":
+                conn.execution_options(digestbot_sqlite_busy=busy_ms)
             with conn.begin():
                 yield conn
 
@@ -196,7 +230,7 @@ class Database:
         raise AssertionError("unreachable")
 
 
-def _engine_options(parsed: sa.URL) -> dict[str, Any]:
+def _engine_options(parsed: sa.URL, wait: float | None = None) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
@@ -212,9 +246,23 @@ def _engine_options(parsed: sa.URL) -> dict[str, Any]:
                 ) from error
     elif parsed.get_backend_name() == "postgresql":
         kwargs.update(pool_pre_ping=True)
+        connect_args: dict[str, Any] = {}
         if "connect_timeout" not in parsed.query:
-            # libpq waits for the OS otherwise (minutes) when the host drops packets.
-            kwargs.update(connect_args={"connect_timeout": _PG_CONNECT_TIMEOUT})
+            # libpq waits for the OS otherwise (minutes) when the host drops packets; its
+            # shortest bound is 2 s.
+            timeout = _PG_CONNECT_TIMEOUT if wait is None else max(2, math.ceil(wait))
+            connect_args["connect_timeout"] = timeout
+        if wait is not None:
+            # Server-side bounds for a server that answers but is stuck (locks, load);
+            # connect_args replaces the URL's own options, so they are kept in front.
+            ms = int(wait * 1000)
+            given = parsed.query.get("options") or ""
+            given = given if isinstance(given, str) else " ".join(given)
+            ours = f"-c statement_timeout={ms} -c lock_timeout={ms}"
+            connect_args["options"] = f"{given} {ours}".strip()
+        if wait is not None:
+            kwargs.update(pool_timeout=wait)
+        kwargs.update(connect_args=connect_args)
     return kwargs
 
 
@@ -241,8 +289,48 @@ def _sqlite_wal(cursor: Any) -> bool:
     raise AssertionError("unreachable")
 
 
-def _configure_sqlite(engine: sa.Engine) -> None:
+class _FileIdentity:
+    """The SQLite file a database was opened on, checked at every BEGIN and COMMIT.
+
+    SQLite keeps writing to a file deleted (or replaced) under it, and every write then
+    reports success while going nowhere the next process will read: a confirmed
+    subscription is lost and the delivery ledger with it. Refusing instead makes the
+    failure visible where it happens.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.seen: tuple[int, int] | None = None
+
+    def _now(self) -> tuple[int, int] | None:
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return stat.st_dev, stat.st_ino
+
+    def remember(self) -> None:
+        if self.seen is None:
+            self.seen = self._now()
+
+    def check(self) -> None:
+        if self.seen is not None and self._now() != self.seen:
+            raise StoreError(
+                f"database file {self.path} was deleted or replaced while running; "
+                "nothing more is saved until digestbot is restarted"
+            )
+
+
+def _sqlite_file(engine: sa.Engine) -> _FileIdentity | None:
+    database = engine.url.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return None
+    return _FileIdentity(os.path.abspath(database))
+
+
+def _configure_sqlite(engine: sa.Engine, busy_ms: int) -> None:
     """Foreign keys, WAL and a busy timeout on every connection; BEGIN issued by us."""
+    identity = _sqlite_file(engine)
 
     @sa.event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -251,13 +339,28 @@ def _configure_sqlite(engine: sa.Engine) -> None:
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute("PRAGMA foreign_keys = ON")
-            cursor.execute("PRAGMA busy_timeout = 10000")
+            cursor.execute(f"PRAGMA busy_timeout = {busy_ms}")
             if _sqlite_wal(cursor):
                 cursor.execute("PRAGMA synchronous = NORMAL")
         finally:
             cursor.close()
+        if identity is not None:
+            identity.remember()
 
     @sa.event.listens_for(engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
-        mode = conn.get_execution_options().get("digestbot_sqlite_begin", "")
+        if identity is not None:
+            identity.check()
+        options = conn.get_execution_options()
+        if busy_ms != _SQLITE_BUSY_MS:
+            # A transaction may wait longer than the engine's short default (migrations);
+            # set on every BEGIN so the connection goes back to the pool as it came.
+            busy = int(options.get("digestbot_sqlite_busy", busy_ms))
+            conn.exec_driver_sql(f"PRAGMA busy_timeout = {busy}")
+        mode = options.get("digestbot_sqlite_begin", "")
         conn.exec_driver_sql(f"BEGIN {mode}".strip())
+
+    if identity is not None:
+        # Before the COMMIT is sent: a transaction begun before the file went is refused
+        # (and rolled back) rather than committed to the deleted file.
+        sa.event.listen(engine, "commit", lambda _conn: identity.check())
