@@ -14,6 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import messages as msg
 from bot.commands.base import Deps
+from bot.commands.episodes import spans_shows
 from bot.commands.replies import Block, divider, section
 from bot.commands.replies import context as context_block
 from bot.commands.subscriptions import subscription_line
@@ -42,9 +43,11 @@ def home_view(
     out: list[Block] = [blocks.header(msg.HOME_TITLE), context_block(msg.HOME_HINT), divider()]
     out.append(section(f"*{msg.HOME_LATEST}*"))
     if episodes:
-        for episode in episodes[:HOME_EPISODES]:
+        newest = episodes[:HOME_EPISODES]
+        several = spans_shows(newest)
+        for episode in newest:
             prs = deps.renderer.pr_lines(episode, limit=2)
-            line = deps.renderer.episode_line(episode)
+            line = deps.renderer.episode_line(episode, show_name=several)
             out.append(section(f"{line}\n{prs}" if prs else str(line)))
     else:
         out.append(section(msg.NO_EPISODES))

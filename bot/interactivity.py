@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncRespond
@@ -22,6 +23,7 @@ from bot.commands.episodes import nearby_of
 from bot.commands.replies import (
     SHARE_ACTION,
     message,
+    read_share_token,
     read_share_value,
     section,
     share_gone,
@@ -82,17 +84,22 @@ async def _ack(ack: AsyncAck) -> None:
 
 async def _share(body: dict[str, Any], respond: AsyncRespond, deps: Deps) -> None:
     """ "Share in channel": the command run again, posted for everyone, the private reply gone."""
-    text = read_share_value(str(_action(body).get("value") or ""))
+    value = str(_action(body).get("value") or "")
+    text = read_share_value(value)
     if text is None:
         await respond(replace_original=False, **_reply_kwargs(share_gone()))
         return
     invocation = invocation_of(body)
-    result = await answer_off_loop(text, deps, invocation, for_share=True)
-    if result.share is None:
-        # Refused or failed: tell the clicker only, and leave their reply in place.
-        await respond(replace_original=False, **_reply_kwargs(result.message))
-        return
-    copy = shared_copy(result.message, invocation.user_id)
+    token = read_share_token(value)
+    shown = deps.answers.get(token) if token else None
+    if shown is None:
+        result = await answer_off_loop(text, deps, invocation, for_share=True)
+        if result.share is None:
+            # Refused or failed: tell the clicker only, and leave their reply in place.
+            await respond(replace_original=False, **_reply_kwargs(result.message))
+            return
+        shown = result.message
+    copy = shared_copy(shown, invocation.user_id)
     # The ephemeral reply cannot become public in place: post the copy, then remove it.
     await respond(response_type="in_channel", replace_original=False, **_reply_kwargs(copy))
     await respond(delete_original=True)
@@ -129,6 +136,15 @@ async def _nearby(body: dict[str, Any], respond: AsyncRespond, deps: Deps) -> No
         log.exception("Nearby button failed")
         reply = failure_reply(exc)
     await respond(response_type="ephemeral", replace_original=False, **_reply_kwargs(reply))
+
+
+_ANY_ACTION = re.compile(r".*", re.DOTALL)
+
+
+async def _out_of_date(body: dict[str, Any], respond: AsyncRespond) -> None:
+    reply = message(msg.BUTTON_OUT_OF_DATE, [section(msg.BUTTON_OUT_OF_DATE)])
+    if body.get("response_url"):
+        await respond(response_type="ephemeral", replace_original=False, **_reply_kwargs(reply))
 
 
 def register(app: AsyncApp, deps: Deps) -> None:
@@ -193,3 +209,6 @@ def register(app: AsyncApp, deps: Deps) -> None:
     app.action(SHARE_ACTION)(ack=_ack, lazy=[share])
     app.action(KEY_PRS_ACTION)(ack=_ack, lazy=[key_prs])
     app.action(NEARBY_ACTION)(ack=_ack, lazy=[nearby])
+    # Last: Bolt runs the first listener that matches, so this only sees buttons of an
+    # older release (or someone else's) — acked, and told so, instead of a 404.
+    app.action(_ANY_ACTION)(ack=_ack, lazy=[_out_of_date])

@@ -14,16 +14,18 @@ MAX_TEXT = 500
 # -- usage -------------------------------------------------------------------------------
 
 USAGE: dict[str, str] = {
-    "recent": f"`{COMMAND} recent [n]` — the n newest episodes (default 5, at most 20)",
-    "latest": f"`{COMMAND} latest` — the newest episode's full digest",
+    "recent": f"`{COMMAND} recent [show] [n]` — the n newest episodes (default 5, at most 20)",
+    "latest": f"`{COMMAND} latest [show]` — the newest episode's full digest",
     "nearby": f"`{COMMAND} nearby <date | episode link | words of a title | #PR>` — an episode "
     "and its neighbours (a date: 2026-10-05, 5 Oct 2026, Oct 5, yesterday)",
     "pr": f"`{COMMAND} pr <number | PR link>` — every episode that named that pull request "
     "(199720, #199720 or its GitHub link)",
     "search": f"`{COMMAND} search <words>` — full-text search, best 10",
     "week": f"`{COMMAND} week [2026-W41 | w41 | last | date]` — that week's episodes in short; "
-    "with no week, this week's, or last week's while this one has none yet",
-    "subscribe": f"`{COMMAND} subscribe [show] [keywords…]` — post new episodes here",
+    "with no week, this week's, or last week's while this one has none yet. Every query "
+    "takes a show name first, e.g. `recent JAX 3`; without one, the channel's shows",
+    "subscribe": f"`{COMMAND} subscribe [shows…] [keywords…] [recap on|off]` — post new "
+    "episodes here (a keyword that is a show's name: quote it, or write `keywords: …`)",
     "unsubscribe": f"`{COMMAND} unsubscribe [show]` — stop posting them here",
     "list": f"`{COMMAND} list` — this channel's subscriptions",
     "status": f"`{COMMAND} status` — each show's last poll, last error and next poll",
@@ -84,6 +86,9 @@ NO_SHOWS = "No shows are configured yet."
 NAME_THE_SHOW = "Several shows are configured; name one: {shows}."
 TOO_MANY_KEYWORDS = "At most {limit} keywords, please."
 KEYWORD_TOO_LONG = "Keywords are at most {limit} characters each."
+BAD_KEYWORD = "That keyword filter does not read: {reason}."
+NO_CHANNEL = "This command needs a channel, and Slack sent none I can use; run it in a channel."
+BUTTON_OUT_OF_DATE = "Sorry, this button is out of date; run the command again for a fresh one."
 
 # -- answers ----------------------------------------------------------------------------
 
@@ -99,6 +104,14 @@ NO_TITLE_MATCH = (
 )
 NEAR_PR = "PR #{number}"
 NOTHING_FOR_PR = "No episode mentions PR #{number} yet."
+NOTHING_FOR_REPO_PR = "No episode names {repo}#{number}."
+PR_TITLE_REPO = "Episodes naming {repo}#{number}"
+SOME_WORDS = "No episode has all of “{words}”; these have some."
+# A query's scope, when the answer is about some shows, not all of them.
+SCOPE_SHOWS = "From {shows}."
+WEEK_FILTERED = "As this channel's recap: {filters}."
+WEEK_BEFORE_ARCHIVE = "Week {week} is before the archive starts ({first})."
+WEEK_NOT_YET = "Week {week} has not happened yet."
 PR_TITLE = "Episodes naming PR #{number}"
 PR_TEXT = "{title}: {count} episode{s}"
 # What GitHub says of the PR, first in `/episodes pr N` (each part escaped by the caller).
@@ -117,6 +130,16 @@ WEEK_FELL_BACK = "No episodes yet in week {week}, so here is last week."
 
 SUBSCRIBED = "This channel now gets new *{show}* episodes{filter}."
 SUBSCRIBED_FILTER = " that mention {keywords}"
+SUBSCRIBED_MANY = "This channel now gets new episodes of {shows}{filter}."
+# The resulting subscription, in one line, after every subscribe.
+SUBSCRIPTION_NOW = "Now: {shows} · {keywords} · weekly recap {recap}"
+SUBSCRIPTION_EVERY = "every episode"
+SUBSCRIPTION_KEYWORDS = "keywords {keywords}"
+RECAP_ON = "on"
+RECAP_OFF = "off"
+# What a new keyword subscription's backfill does (at the next poll).
+BACKFILL_NONE = "Nothing yet matches — the next matching episode will be posted here."
+BACKFILL_POSTS = "Matching already, and posted here at the next poll: {episodes}."
 UNSUBSCRIBED = "This channel no longer gets *{show}* episodes."
 UNSUBSCRIBED_ALL = "This channel no longer gets any episodes ({removed} subscription{s} removed)."
 REPLACES_FILTER = "It replaces the earlier filter {keywords}."
@@ -175,10 +198,17 @@ def command_arg(value: str) -> str:
     return f'"{value}"' if len(value.split()) > 1 else value
 
 
+def subscribe_keywords(keywords: Sequence[str]) -> str:
+    """``keywords: …`` as ``parse_command`` reads it: every word after it is a keyword,
+    even one that names a show."""
+    return f"keywords: {' '.join(command_arg(k) for k in keywords)}" if keywords else ""
+
+
 def subscribe_args(show: str, keywords: Sequence[str] = ()) -> str:
     """The arguments of the ``subscribe`` that makes exactly this subscription (without
     the ``subscribe``): ``parse_command`` reads them back to the same show and keywords."""
     return " ".join(command_arg(arg) for arg in (show, *keywords))
+
 
 SHARED_BY = "Shared by <@{user}>"
 SHARE_BUTTON = "Share in channel"

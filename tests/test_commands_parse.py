@@ -265,20 +265,24 @@ def test_a_misspelt_quoted_show_gets_the_real_name_suggested(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "number"),
+    ("text", "number", "repo"),
     [
-        ("pr https://github.com/pytorch/pytorch/pull/199001", 199001),
-        ("pr <https://github.com/pytorch/pytorch/pull/199001>", 199001),
-        ("pr <https://github.com/pytorch/pytorch/pull/199001|#199001>", 199001),
-        ("pr &lt;https://github.com/pytorch/pytorch/pull/199001&gt;", 199001),
-        ("pr https://github.com/pytorch/pytorch/pull/199001/files#diff-1", 199001),
-        ("pr https://www.github.com/pytorch/pytorch/pull/5?notification=1", 5),
-        # Another repository's link: its number is still the one asked about.
-        ("pr https://github.com/rust-lang/rust/pull/42", 42),
+        ("pr https://github.com/pytorch/pytorch/pull/199001", 199001, "pytorch/pytorch"),
+        ("pr <https://github.com/pytorch/pytorch/pull/199001>", 199001, "pytorch/pytorch"),
+        ("pr <https://github.com/pytorch/pytorch/pull/199001|#199001>", 199001, "pytorch/pytorch"),
+        ("pr &lt;https://github.com/pytorch/pytorch/pull/199001&gt;", 199001, "pytorch/pytorch"),
+        (
+            "pr https://github.com/pytorch/pytorch/pull/199001/files#diff-1",
+            199001,
+            "pytorch/pytorch",
+        ),
+        ("pr https://www.github.com/pytorch/pytorch/pull/5?notification=1", 5, "pytorch/pytorch"),
+        # Another repository's link: that repository's PR (issue 10 item 6).
+        ("pr https://github.com/rust-lang/rust/pull/42", 42, "rust-lang/rust"),
     ],
 )
-def test_pr_takes_a_pasted_github_link(text: str, number: int) -> None:
-    assert parse_command(text, ONE) == Pr(number)
+def test_pr_takes_a_pasted_github_link(text: str, number: int, repo: str) -> None:
+    assert parse_command(text, ONE) == Pr(number, repo=repo)
 
 
 @pytest.mark.parametrize(

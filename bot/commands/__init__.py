@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.commands import control, episodes, subscriptions
+from bot.commands import control, episodes, subscriptions, week
 from bot.commands.base import Deps, Invocation
 from bot.commands.parse import (
     SHAREABLE,
@@ -28,7 +28,14 @@ from bot.commands.parse import (
     parse_command,
     unparse,
 )
-from bot.commands.replies import error_reply, help_reply, is_empty, share_gone, with_share
+from bot.commands.replies import (
+    answer_token,
+    error_reply,
+    help_reply,
+    is_empty,
+    share_gone,
+    with_share,
+)
 from digests.render.limits import Message
 
 __all__ = ["Answer", "Deps", "Invocation", "answer", "run_command"]
@@ -49,17 +56,17 @@ def run_command(command: Command, deps: Deps, invocation: Invocation) -> Message
     """Dispatch one parsed command to its handler."""
     match command:
         case Recent():
-            return episodes.recent(command, deps)
+            return episodes.recent(command, deps, invocation)
         case Latest():
-            return episodes.latest(command, deps)
+            return episodes.latest(command, deps, invocation)
         case NearbyDate() | NearbyTitle() | NearbyPr() | NearbyUrl():
-            return episodes.nearby(command, deps)
+            return episodes.nearby(command, deps, invocation)
         case Pr():
-            return episodes.pr(command, deps)
+            return episodes.pr(command, deps, invocation)
         case Search():
-            return episodes.search(command, deps)
+            return episodes.search(command, deps, invocation)
         case Week():
-            return episodes.week(command, deps, invocation)
+            return week.week(command, deps, invocation)
         case Subscribe():
             return subscriptions.subscribe(command, deps, invocation)
         case Unsubscribe():
@@ -90,7 +97,7 @@ def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = F
         return Answer(share_gone(), command)
     if isinstance(command, Week):
         # Pin the week now, so a reply shared next Monday still shows the week it showed.
-        command = episodes.resolve_week(command, deps, invocation)
+        command = week.resolve_week(command, deps, invocation)
     reply = run_command(command, deps, invocation)
     if isinstance(command, Subscribe):
         reply = control.with_preview_hint(reply, command)
@@ -99,4 +106,10 @@ def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = F
     if not shareable or is_empty(reply):
         return Answer(reply, command)
     share = unparse(command)
-    return Answer(reply if for_share else with_share(reply, share), command, share)
+    if for_share:
+        return Answer(reply, command, share)
+    # Pinned: the button shares this very answer while this process remembers it (the
+    # command runs again only after that, or in another process).
+    token = answer_token(reply)
+    deps.answers.put(token, reply)
+    return Answer(with_share(reply, share, token), command, share)

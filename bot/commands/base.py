@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 
+from bot.commands.ttl import TtlCache
 from config.settings import Settings
 from digests.render import Renderer
+from digests.render.limits import Message
 from digests.store import Store
+
+# An ephemeral reply stays clickable until the person dismisses it; an hour covers reading
+# one and deciding to share it (after that, the command is run again).
+SHARED_TTL = 3600.0
+SHARED_SIZE = 2000
 
 
 @dataclass(frozen=True)
@@ -17,6 +24,11 @@ class Deps:
     store: Store
     renderer: Renderer
     now: Callable[[], datetime]
+    # The answers people were shown, by the token their "Share in channel" button carries:
+    # a share posts what the person saw, not the command run again later.
+    answers: TtlCache[Message] = field(
+        default_factory=lambda: TtlCache(ttl=SHARED_TTL, size=SHARED_SIZE), compare=False
+    )
 
     @property
     def shows(self) -> list[str]:

@@ -4,24 +4,17 @@ Answering from the store and rendering costs ~1 ms of CPU (measured: store 0.8 m
 0.4 ms), which caps one process near 400 commands/s; a hit costs a dict lookup. Episodes
 change at most once per poll (minutes), so a few seconds of staleness is invisible. Answers
 about this channel's own state (list, status) and changes (subscribe) are never cached,
-and a change in this process clears everything.
+and a change in this process clears everything. With several shows, a query that names
+no show answers for the channel's shows, so its key names the channel.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
-
 from bot.commands.base import Deps, Invocation
 from bot.commands.parse import EPISODE_QUERIES, CommandError, Week, parse_command, unparse
+from bot.commands.ttl import DEFAULT_SIZE, DEFAULT_TTL, SingleFlight, TtlCache
 
-V = TypeVar("V")
-
-DEFAULT_TTL = 15.0
-DEFAULT_SIZE = 512
+__all__ = ["DEFAULT_SIZE", "DEFAULT_TTL", "SingleFlight", "TtlCache", "cache_key"]
 
 
 def cache_key(text: str, deps: Deps, invocation: Invocation) -> str | None:
@@ -31,70 +24,13 @@ def cache_key(text: str, deps: Deps, invocation: Invocation) -> str | None:
     except CommandError:
         return None  # parsing is the whole cost of an error reply
     if isinstance(command, EPISODE_QUERIES):
-        return unparse(command)
+        # Without a show named, the answer is about the shows this channel follows.
+        if command.show is not None or len(deps.shows) < 2:
+            return unparse(command)
+        return f"{unparse(command)}\x1f{invocation.team_id}\x1f{invocation.channel_id}"
     if isinstance(command, Week):
         # The week shown depends on the shows this channel follows; a bare `week` also on
         # today (and on whether this week has episodes yet, which the TTL bounds).
         week = unparse(command) if command.monday else f"week@{deps.today().isoformat()}"
         return f"{week}\x1f{invocation.team_id}\x1f{invocation.channel_id}"
     return None
-
-
-class TtlCache(Generic[V]):
-    """Least-recently-used, entries expire ``ttl`` seconds after they were stored."""
-
-    def __init__(
-        self,
-        ttl: float = DEFAULT_TTL,
-        size: int = DEFAULT_SIZE,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.ttl = ttl
-        self.size = size
-        self._clock = clock
-        self._entries: OrderedDict[str, tuple[float, V]] = OrderedDict()
-
-    def get(self, key: str) -> V | None:
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        stored, value = entry
-        if self._clock() - stored >= self.ttl:
-            del self._entries[key]
-            return None
-        self._entries.move_to_end(key)
-        return value
-
-    def put(self, key: str, value: V) -> None:
-        if self.ttl <= 0:
-            return
-        self._entries[key] = (self._clock(), value)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        self._entries.clear()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-class SingleFlight(Generic[V]):
-    """Concurrent requests for one key share one computation.
-
-    Without it, an entry expiring under load sends every request in flight to the store at
-    once (50 at concurrency 50), and that burst is the whole p99. Use from one event loop.
-    """
-
-    def __init__(self) -> None:
-        self._pending: dict[str, asyncio.Future[V]] = {}
-
-    async def run(self, key: str, compute: Callable[[], Awaitable[V]]) -> V:
-        future = self._pending.get(key)
-        if future is None:
-            future = asyncio.ensure_future(compute())
-            self._pending[key] = future
-            future.add_done_callback(lambda _: self._pending.pop(key, None))
-        # shield: one caller giving up must not cancel the others' answer.
-        return await asyncio.shield(future)

@@ -21,21 +21,19 @@ from bot.commands.parse import (
     Pr,
     Recent,
     Search,
-    Week,
     show_day,
-    week_containing,
 )
-from bot.commands.replies import context, divider, mark_empty, message, nothing, section
+from bot.commands.replies import context, divider, message, nothing, section
 from bot.enrichment import attach_details, pr_details_line
-from bot.recap_build import week_message
 from digests.models import Episode
-from digests.recap import week_bounds
 from digests.render import escape
 from digests.render.limits import Message
 from digests.types import PrMention
 
 MAX_MENTIONS = 20
 MAX_SEARCH = 10
+# Episodes with every word, re-ranked phrase first then newest: enough to find the best ten.
+SEARCH_POOL = 50
 MAX_CONTEXT = 400
 # `nearby <date>` answers with an episode at most this far away; farther is "no episode".
 NEAR_WINDOW = timedelta(days=14)
@@ -47,16 +45,53 @@ _WORD_RE = re.compile(r"\w+")
 NearbyCommand = NearbyDate | NearbyTitle | NearbyPr | NearbyUrl
 
 
-def recent(command: Recent, deps: Deps) -> Message:
-    episodes = deps.store.recent(command.n)
+def channel_shows(deps: Deps, invocation: Invocation) -> list[str]:
+    """The shows this channel follows, or every show when it follows none."""
+    subs = deps.store.subscriptions(team_id=invocation.team_id, channel_id=invocation.channel_id)
+    followed = sorted({s.show for s in subs})
+    return followed or deps.shows
+
+
+def scope(show: str | None, deps: Deps, invocation: Invocation | None) -> list[str] | None:
+    """The shows a query is about: the one it names, else the channel's (None: all of
+    them, which the store reads without a filter; also when no channel is known)."""
+    if show:
+        shows = [show]
+    elif invocation is None:
+        return None
+    else:
+        shows = channel_shows(deps, invocation)
+    return None if set(shows) >= set(deps.shows) else shows
+
+
+def spans_shows(episodes: Sequence[Episode | PrMention]) -> bool:
+    """Whether list lines must name their show: the answer has more than one."""
+    names = {e.episode.show if isinstance(e, PrMention) else e.show for e in episodes}
+    return len(names) > 1
+
+
+def _listed(
+    deps: Deps, episodes: Sequence[Episode], title: str, shows: list[str] | None
+) -> Message:
+    """A list answer; a channel-scoped one says which shows it is from."""
+    reply = deps.renderer.episode_list(episodes, title, show_names=spans_shows(episodes))
+    if shows is None or len(deps.shows) < 2:
+        return reply
+    note = context(msg.SCOPE_SHOWS.format(shows=", ".join(f"*{escape.mrkdwn(s)}*" for s in shows)))
+    return message(reply["text"], [*reply["blocks"][:1], note, *reply["blocks"][1:]])
+
+
+def recent(command: Recent, deps: Deps, invocation: Invocation | None = None) -> Message:
+    shows = scope(command.show, deps, invocation)
+    episodes = deps.store.recent(command.n, shows=shows)
     if not episodes:
         return nothing(msg.NO_EPISODES)
     title = msg.RECENT_TITLE_ONE if len(episodes) == 1 else msg.RECENT_TITLE.format(n=len(episodes))
-    return deps.renderer.episode_list(episodes, title)
+    return _listed(deps, episodes, title, shows)
 
 
-def latest(command: Latest, deps: Deps) -> Message:
-    episodes = deps.store.recent(1)
+def latest(command: Latest, deps: Deps, invocation: Invocation | None = None) -> Message:
+    episodes = deps.store.recent(1, shows=scope(command.show, deps, invocation))
     if not episodes:
         return nothing(msg.NO_EPISODES)
     latest_one = attach_details(deps.settings, deps.store, episodes[:1])[0]
@@ -100,11 +135,11 @@ def best_title_match(words: str, candidates: Sequence[Episode]) -> Episode | Non
     return min(ranked, key=lambda r: (r[0], r[1]))[2] if ranked else None
 
 
-def _by_title(words: str, deps: Deps) -> Episode | None:
-    found = deps.store.by_title(words)
+def _by_title(words: str, deps: Deps, shows: list[str] | None) -> Episode | None:
+    found = deps.store.by_title(words, shows=shows)
     if found is not None:
         return found
-    candidates = deps.store.by_title_words(title_words(words), limit=TITLE_CANDIDATES)
+    candidates = deps.store.by_title_words(title_words(words), limit=TITLE_CANDIDATES, shows=shows)
     return best_title_match(words, candidates)
 
 
@@ -112,9 +147,9 @@ def _local_day(episode: Episode, deps: Deps) -> date:
     return episode.published_at.astimezone(deps.settings.tz).date()
 
 
-def _nearby_date(command: NearbyDate, deps: Deps) -> Message:
+def _nearby_date(command: NearbyDate, deps: Deps, shows: list[str] | None) -> Message:
     day = show_day(command.day)
-    episode = deps.store.nearest(_noon(command.day, deps))
+    episode = deps.store.nearest(_noon(command.day, deps), shows=shows)
     if episode is None:
         return nothing(msg.NOTHING_NEAR.format(what=day))
     distance = abs(_local_day(episode, deps) - command.day)
@@ -126,9 +161,10 @@ def _nearby_date(command: NearbyDate, deps: Deps) -> Message:
     return nearby_of(episode, deps, note=note)
 
 
-def nearby(command: NearbyCommand, deps: Deps) -> Message:
+def nearby(command: NearbyCommand, deps: Deps, invocation: Invocation | None = None) -> Message:
+    shows = scope(command.show, deps, invocation)
     if isinstance(command, NearbyDate):
-        return _nearby_date(command, deps)
+        return _nearby_date(command, deps, shows)
     if isinstance(command, NearbyUrl):
         episode = deps.store.episode_by_url(command.url)
         if episode is None:
@@ -136,11 +172,11 @@ def nearby(command: NearbyCommand, deps: Deps) -> Message:
             return nothing(msg.NOTHING_AT.format(url=f"`{url}`"))
         return nearby_of(episode, deps)
     if isinstance(command, NearbyPr):
-        mentions = deps.store.by_pr(command.number)
+        mentions = deps.store.by_pr(command.number, shows=shows)
         if not mentions:
             return nothing(msg.NOTHING_NEAR.format(what=msg.NEAR_PR.format(number=command.number)))
         return nearby_of(mentions[0].episode, deps)
-    episode = _by_title(command.words, deps)
+    episode = _by_title(command.words, deps, shows)
     if episode is None:
         words = escape.mrkdwn(escape.truncate(command.words, 80).replace("`", "'"))
         return nothing(msg.NO_TITLE_MATCH.format(words=words))
@@ -153,7 +189,11 @@ def nearby_of(episode: Episode, deps: Deps, *, note: str | None = None) -> Messa
     ``note`` (composed mrkdwn) says why this episode, when it is not exactly what was asked.
     """
     before, after = deps.store.neighbours(episode)
-    line = deps.renderer.episode_line
+    several = len(deps.shows) > 1
+
+    def line(one: Episode) -> str:
+        return deps.renderer.episode_line(one, show_name=several)
+
     headline = escape.mrkdwn(escape.truncate(episode.headline, 140))
     blocks = [section(f"*{msg.NEARBY_TITLE.format(headline=headline)}*")]
     if note:
@@ -181,22 +221,48 @@ def _pr_url(episode: Episode, number: int) -> str | None:
     return next((p.url for p in episode.pull_requests if p.number == number), None)
 
 
-def pr(command: Pr, deps: Deps) -> Message:
+def _same_repo(url: str | None, repo: str) -> bool:
+    return url is not None and _repo_of(url).casefold() == repo.casefold()
+
+
+def own_repo(deps: Deps, show: str) -> str | None:
+    config = deps.settings.show(show)
+    return config.repo if config is not None else None
+
+
+def pr_label(deps: Deps, show: str, url: str | None, number: int) -> str:
+    """``#n`` for a PR of the show's own repository, ``owner/repo#n`` for another's."""
+    repo = _repo_of(url) if url else None
+    own = own_repo(deps, show)
+    if repo is None or repo == url or own is None or _same_repo(url, own):
+        return f"#{number}"
+    return f"{repo}#{number}"
+
+
+def pr(command: Pr, deps: Deps, invocation: Invocation | None = None) -> Message:
     """Every episode naming the PR, newest first, each with the sentence that names it.
 
     Shows can follow different repositories, where #123 is a different PR: one heading per
-    PR URL, in order of the newest mention.
+    PR URL, in order of the newest mention; a pasted link keeps only its repository's PR.
     """
-    mentions = deps.store.by_pr(command.number)
+    mentions = deps.store.by_pr(command.number, shows=scope(command.show, deps, invocation))
+    if command.repo is not None:
+        mentions = [
+            m for m in mentions if _same_repo(_pr_url(m.episode, command.number), command.repo)
+        ]
+        if not mentions:
+            repo = escape.mrkdwn(command.repo)
+            return nothing(msg.NOTHING_FOR_REPO_PR.format(repo=repo, number=command.number))
     if not mentions:
         return nothing(msg.NOTHING_FOR_PR.format(number=command.number))
     title = msg.PR_TITLE.format(number=command.number)
     groups: dict[str | None, list[PrMention]] = {}
     for mention in mentions[:MAX_MENTIONS]:
         groups.setdefault(_pr_url(mention.episode, command.number), []).append(mention)
+    several = spans_shows(mentions[:MAX_MENTIONS])
     blocks = []
     for url, group in groups.items():
-        label = title if len(groups) == 1 or url is None else f"{title} ({_repo_of(url)})"
+        label = _group_title(deps, group[0].episode.show, url, command.number, len(groups))
         heading = escape.link(url, label) if url else escape.mrkdwn(label)
         blocks.append(section(f"*{heading}*"))
         details = pr_details_line(deps.settings, deps.store, url, command.number)
@@ -205,7 +271,8 @@ def pr(command: Pr, deps: Deps) -> Message:
         for mention in group:
             sentence = escape.mrkdwn(escape.truncate(escape.oneline(mention.context), MAX_CONTEXT))
             quote = f"\n>{sentence}" if sentence else ""
-            blocks.append(section(f"{deps.renderer.episode_line(mention.episode)}{quote}"))
+            episode_line = deps.renderer.episode_line(mention.episode, show_name=several)
+            blocks.append(section(f"{episode_line}{quote}"))
     if len(mentions) > MAX_MENTIONS:
         blocks.append(context(msg.HOME_MORE.format(count=len(mentions) - MAX_MENTIONS)))
     count = len(mentions)
@@ -214,62 +281,51 @@ def pr(command: Pr, deps: Deps) -> Message:
     )
 
 
+def _group_title(deps: Deps, show: str, url: str | None, number: int, groups: int) -> str:
+    """One PR's heading: ``#n`` of the show's own repository, ``owner/repo#n`` of another's
+    (and the repository named when several share the number)."""
+    title = msg.PR_TITLE.format(number=number)
+    if groups > 1 and url is not None:
+        return f"{title} ({_repo_of(url)})"
+    label = pr_label(deps, show, url, number)
+    if label != f"#{number}":
+        return msg.PR_TITLE_REPO.format(repo=label.rsplit("#", 1)[0], number=number)
+    return title
+
+
 def _repo_of(url: str) -> str:
     """``owner/repo`` of a GitHub pull-request URL (the URL itself when it is not one)."""
     parts = url.split("/")
     return "/".join(parts[3:5]) if len(parts) > 5 and parts[5] == "pull" else url
 
 
-def search(command: Search, deps: Deps) -> Message:
-    results = deps.store.search(command.words, limit=MAX_SEARCH)
+def _phrase_rank(words: Sequence[str], episode: Episode) -> int:
+    """0: the words as a phrase in the episode's text, 1: all of them anywhere, 2: some."""
+    text = title_words("\n".join((episode.headline, episode.summary, episode.transcript)))
+    n = len(words)
+    if n and any(text[i : i + n] == list(words) for i in range(len(text) - n + 1)):
+        return 0
+    return 1 if set(words) <= set(text) else 2
+
+
+def search(command: Search, deps: Deps, invocation: Invocation | None = None) -> Message:
+    """The phrase first, then every word anywhere, newest first among equals; only when no
+    episode has them all, those with some (and the header says so)."""
+    shows = scope(command.show, deps, invocation)
+    results = deps.store.search(command.words, limit=SEARCH_POOL, shows=shows, any_words=False)
     words = escape.truncate(command.words, 60)
+    title = msg.SEARCH_TITLE.format(words=words)
+    if not results:
+        results = deps.store.search(command.words, limit=MAX_SEARCH, shows=shows)
+        title = msg.SOME_WORDS.format(words=words)
     if not results:
         return nothing(msg.NOTHING_FOUND.format(words=escape.mrkdwn(words.replace("`", "'"))))
-    return deps.renderer.episode_list(results, msg.SEARCH_TITLE.format(words=words))
-
-
-def week_shows(deps: Deps, invocation: Invocation) -> list[str]:
-    """The shows this channel follows, or every show when it follows none."""
-    subs = deps.store.subscriptions(team_id=invocation.team_id, channel_id=invocation.channel_id)
-    followed = sorted({s.show for s in subs})
-    return followed or deps.shows
-
-
-def _week_count(week: Week, deps: Deps, shows: Sequence[str]) -> int:
-    assert week.year is not None and week.number is not None
-    start, end = week_bounds(week.year, week.number, deps.settings.tz)
-    return deps.store.count_between(start, end, shows or None)
-
-
-def resolve_week(command: Week, deps: Deps, invocation: Invocation) -> Week:
-    """The week a bare ``week`` means: this one, or last week while this one has no
-    episodes yet (on a Monday morning "this week" is empty, and last week is what people
-    want to see). An explicit week is itself."""
-    if command.monday is not None:
-        return command
-    shows = week_shows(deps, invocation)
-    this = week_containing(deps.today())
-    if _week_count(this, deps, shows):
-        return this
-    monday = this.monday
-    assert monday is not None
-    last = week_containing(monday - timedelta(days=7))
-    if _week_count(last, deps, shows):
-        return Week(last.year, last.number, fell_back=True)
-    return this
-
-
-def week(command: Week, deps: Deps, invocation: Invocation) -> Message:
-    """The weekly recap of that week, for the shows this channel follows."""
-    command = resolve_week(command, deps, invocation)
-    monday = command.monday
-    assert monday is not None
-    shows = week_shows(deps, invocation)
-    reply = week_message(deps.settings, deps.store, deps.renderer, monday, shows)
-    if command.fell_back:
-        this = week_containing(deps.today())
-        note = context(msg.WEEK_FELL_BACK.format(week=this.number))
-        reply = message(reply["text"], [*reply["blocks"][:1], note, *reply["blocks"][1:]])
-    if not _week_count(command, deps, shows):
-        return mark_empty(reply)
-    return reply
+    if title == msg.SEARCH_TITLE.format(words=words):
+        wanted = title_words(command.words)
+        # Phrase first, then newest: bm25's tiny differences between two episodes with the
+        # same words are no reason to put last week's above today's.
+        results = sorted(
+            results,
+            key=lambda e: (min(_phrase_rank(wanted, e), 1), -e.published_at.timestamp()),
+        )
+    return _listed(deps, results[:MAX_SEARCH], title, shows)

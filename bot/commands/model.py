@@ -38,44 +38,57 @@ class CommandError(DigestError):
         return msg.USAGE.get(self.subcommand or "", msg.USAGE_SHORT)
 
 
+# ``show`` on a query: the show named in the command (``recent JAX 3``); None asks about the
+# shows the channel follows (every show when it follows none).
+
+
 @dataclass(frozen=True)
 class Recent:
     n: int = DEFAULT_RECENT
+    show: str | None = None
 
 
 @dataclass(frozen=True)
 class Latest:
-    pass
+    show: str | None = None
 
 
 @dataclass(frozen=True)
 class NearbyDate:
     day: date
+    show: str | None = None
 
 
 @dataclass(frozen=True)
 class NearbyTitle:
     words: str
+    show: str | None = None
 
 
 @dataclass(frozen=True)
 class NearbyPr:
     number: int
+    show: str | None = None
 
 
 @dataclass(frozen=True)
 class NearbyUrl:
     url: str
+    show: str | None = None
 
 
 @dataclass(frozen=True)
 class Pr:
     number: int
+    show: str | None = None
+    # ``owner/repo`` of a pasted GitHub link: only that repository's PR is meant.
+    repo: str | None = None
 
 
 @dataclass(frozen=True)
 class Search:
     words: str
+    show: str | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +100,7 @@ class Week:
     # A bare `week` that shows last week because this one has no episodes yet: the reply
     # says so. Not part of the command's identity (it is a fact about the archive).
     fell_back: bool = field(default=False, compare=False)
+    show: str | None = None
 
     @property
     def monday(self) -> date | None:
@@ -104,6 +118,14 @@ def week_containing(day: date) -> Week:
 class Subscribe:
     show: str
     keywords: tuple[str, ...] = ()
+    # More shows named in the same command (`subscribe PyTorch JAX`), same keywords.
+    also: tuple[str, ...] = ()
+    # `recap on|off`; None keeps what the channel had (on for a new subscription).
+    recap: bool | None = None
+
+    @property
+    def shows(self) -> tuple[str, ...]:
+        return (self.show, *self.also)
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,14 @@ weeks, ``bot.commands.dates``.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import TypeVar
 
 from bot import messages as msg
 from bot.commands.control_parse import CONTROL_WORDS, parse_control
@@ -49,7 +51,7 @@ from bot.commands.model import (
     week_containing,
 )
 from bot.commands.model import quote_value as _quote
-from digests.filters import Filter
+from digests.filters import Filter, FilterSyntaxError
 from digests.render.escape import unescape
 
 __all__ = [
@@ -98,18 +100,29 @@ _URL_RE = re.compile(r"^https?://\S+$", re.IGNORECASE)
 # A pasted pull-request link: github.com/<owner>/<repo>/pull/<n>, maybe with /files, a query
 # or an anchor after it. Any repository: the archive is searched by number alone.
 _PR_LINK_RE = re.compile(
-    r"^https?://(?:www\.)?github\.com/[\w.-]+/[\w.-]+/pull/(\d+)(?:[/?#]\S*)?$", re.IGNORECASE
+    r"^https?://(?:www\.)?github\.com/([\w.-]+/[\w.-]+)/pull/(\d+)(?:[/?#]\S*)?$", re.IGNORECASE
 )
+# `subscribe PyTorch keywords:jax` / `keywords: "jax"`: every word after it is a keyword,
+# even one that names a show.
+_KEYWORDS_MARK = "keywords:"
+_RECAP_WORDS = {"on": True, "off": False, "yes": True, "no": False}
 # Straight and curly quotes people put around a show name or a keyword (Slack turns "
 # into “ ” on some keyboards).
 QUOTES = "\"'“”„‘’‚«»"
+
+
+def pr_link_repo(value: str) -> str | None:
+    """``owner/repo`` of a pasted GitHub pull-request link, None for anything else."""
+    link = episode_link(value)
+    found = _PR_LINK_RE.match(link) if link is not None else None
+    return found.group(1) if found else None
 
 
 def parse_pr(value: str, subcommand: str) -> int:
     """A PR number: ``199720``, ``#199720`` or a pasted GitHub pull-request link."""
     link = episode_link(value)
     if link is not None and (found := _PR_LINK_RE.match(link)):
-        value = found.group(1)
+        value = found.group(2)
     if _NEGATIVE_PR_RE.match(value):
         raise CommandError(msg.PR_START.format(value=_quote(value)), subcommand)
     match = _PR_RE.match(value)
@@ -133,9 +146,9 @@ def episode_link(text: str) -> str | None:
     return text if _URL_RE.match(text) else None
 
 
-def _parse_recent(args: list[str]) -> Recent:
+def _parse_recent(args: list[str], show: str | None = None) -> Recent:
     if not args:
-        return Recent()
+        return Recent(show=show)
     if len(args) > 1:
         raise CommandError(msg.EXTRA_ARGS.format(value=_quote(args[1]), command="recent"), "recent")
     raw = args[0]
@@ -146,7 +159,7 @@ def _parse_recent(args: list[str]) -> Recent:
         raise CommandError(
             msg.COUNT_RANGE.format(limit=MAX_RECENT, value=_quote(raw, 12)), "recent"
         )
-    return Recent(n)
+    return Recent(n, show)
 
 
 def _parse_nearby(
@@ -173,7 +186,7 @@ def _parse_pr(args: list[str]) -> Pr:
         raise CommandError(msg.NEED_PR, "pr")
     if len(args) > 1:
         raise CommandError(msg.EXTRA_ARGS.format(value=_quote(args[1]), command="pr"), "pr")
-    return Pr(parse_pr(args[0], "pr"))
+    return Pr(parse_pr(args[0], "pr"), repo=pr_link_repo(args[0]))
 
 
 def _fold(name: str) -> str:
@@ -206,7 +219,7 @@ def unquote_words(words: Sequence[str]) -> list[Arg]:
             end = next((j for j in range(i + 1, len(words)) if words[j][-1] in QUOTES), i)
         joined = " ".join(words[i : end + 1]).strip(QUOTES).strip()
         if joined:
-            out.append(Arg(joined, end > i))
+            out.append(Arg(joined, end > i or word[0] in QUOTES))
         i = end + 1
     return out
 
@@ -217,26 +230,16 @@ def _quote_arg(value: str) -> str:
     return msg.command_arg(value)
 
 
-def subscribe_text(show: str, keywords: Sequence[str] = ()) -> str:
+def subscribe_text(show: str, keywords: Sequence[str] = (), also: Sequence[str] = ()) -> str:
     """The arguments of the ``subscribe`` that makes exactly this subscription (without
     the ``subscribe``); ``parse_command`` reads them back to the same show and keywords."""
-    return msg.subscribe_args(show, keywords)
+    # After ``keywords:`` a word that also names a show is still a keyword.
+    names = " ".join(_quote_arg(s) for s in (show, *also))
+    return f"{names} {msg.subscribe_keywords(keywords)}".rstrip()
 
 
 def _show_list(shows: Sequence[str]) -> str:
     return ", ".join(shows) if shows else "none"
-
-
-def _leading_show(args: list[Arg], shows: Sequence[str]) -> tuple[str | None, list[str]]:
-    """The configured show the words start with (longest match: names may have spaces; a
-    quoted name is the whole name)."""
-    texts = [a.text for a in args]
-    longest = next((k for k in range(1, len(args)) if args[k].quoted or args[0].quoted), None)
-    for k in range(longest or len(args), 0, -1):
-        show = _match_show(" ".join(texts[:k]), shows)
-        if show is not None:
-            return show, texts[k:]
-    return None, texts
 
 
 def _close_show(args: list[str], shows: Sequence[str]) -> tuple[str, str] | None:
@@ -254,38 +257,105 @@ def _close_show(args: list[str], shows: Sequence[str]) -> tuple[str, str] | None
     return (best[1], best[2]) if best else None
 
 
+def _show_at(args: list[Arg], i: int, shows: Sequence[str]) -> tuple[str, int] | None:
+    """(the show, how many args it spans) named by the args from ``i`` on (longest match:
+    names may have spaces; a quoted run is a whole name on its own)."""
+    if args[i].quoted:
+        show = _match_show(args[i].text, shows)
+        return (show, 1) if show else None
+    stop = next((j for j in range(i + 1, len(args)) if args[j].quoted), len(args))
+    for k in range(stop - i, 0, -1):
+        show = _match_show(" ".join(a.text for a in args[i : i + k]), shows)
+        if show is not None:
+            return show, k
+    return None
+
+
+@dataclass(frozen=True)
+class _SubscribeWords:
+    shows: tuple[str, ...]
+    words: tuple[Arg, ...]  # the keyword words, as typed
+    recap: bool | None
+
+
+def _read_recap(args: list[Arg]) -> tuple[list[Arg], bool | None]:
+    """``recap on|off`` at the end of the words, taken off."""
+    if len(args) >= 2 and not args[-1].quoted and args[-2].text.casefold() == "recap":
+        value = _RECAP_WORDS.get(_fold(args[-1].text))
+        if value is not None:
+            return args[:-2], value
+    return args, None
+
+
+def _split_subscribe(words: list[str], shows: Sequence[str]) -> _SubscribeWords:
+    """Shows wherever they are named, the rest keywords: a known show name is never a
+    keyword unless it is quoted after a show, or follows ``keywords:``."""
+    args, recap = _read_recap(unquote_words(words))
+    found: list[str] = []
+    rest: list[Arg] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.quoted and arg.text.casefold().startswith(_KEYWORDS_MARK):
+            tail = arg.text[len(_KEYWORDS_MARK) :]
+            rest += [Arg(tail, True)] if tail else []
+            rest += [Arg(a.text, True) for a in args[i + 1 :]]
+            break
+        hit = None if arg.quoted and found else _show_at(args, i, shows)
+        if hit is None:
+            rest.append(arg)
+            i += 1
+            continue
+        if hit[0] not in found:
+            found.append(hit[0])
+        i += hit[1]
+    return _SubscribeWords(tuple(found), tuple(rest), recap)
+
+
+def _keyword_terms(words: Sequence[Arg]) -> tuple[str, ...]:
+    """Keywords as the channel filter reads them (``digests.filters``): commas split too,
+    punctuation round a word goes, repeats in any case go, order is kept."""
+    terms: list[str] = []
+    for word in words:
+        terms += [word.text] if word.quoted else [t for t in word.text.split(",") if t]
+    try:
+        parsed = Filter.from_terms(terms)
+    except FilterSyntaxError as exc:
+        raise CommandError(msg.BAD_KEYWORD.format(reason=str(exc)), "subscribe") from exc
+    seen: dict[str, str] = {}
+    for term in parsed.terms():
+        seen.setdefault(term.casefold(), term)
+    return tuple(seen.values())
+
+
 def _parse_subscribe(words: list[str], shows: Sequence[str]) -> Subscribe:
     if not shows:
         raise CommandError(msg.NO_SHOWS, "subscribe")
-    quoted = unquote_words(words)
-    args = [a.text for a in quoted]
-    show, rest = _leading_show(quoted, shows)
-    close = _close_show(args, shows) if show is None and args else None
+    split = _split_subscribe(words, shows)
+    loose = [a.text for a in split.words]
+    close = _close_show(loose, shows) if not split.shows and loose else None
     if close is not None:
         # A misspelt show must not quietly become a keyword filter (replacing what the
         # channel had).
         typed, near = close
         raise CommandError(msg.SHOW_TYPO.format(name=_quote(typed), show=near), "subscribe")
-    if show is not None:
-        keywords = rest
+    if split.shows:
+        named = split.shows
     elif len(shows) == 1:
         # With one show the show may be omitted, so every word is a keyword filter.
-        show, keywords = shows[0], args
-    elif args:
+        named = (shows[0],)
+    elif loose:
         raise CommandError(
-            msg.UNKNOWN_SHOW.format(name=_quote(args[0]), shows=_show_list(shows)), "subscribe"
+            msg.UNKNOWN_SHOW.format(name=_quote(loose[0]), shows=_show_list(shows)), "subscribe"
         )
     else:
         raise CommandError(msg.NAME_THE_SHOW.format(shows=_show_list(shows)), "subscribe")
+    if any(len(a.text) > MAX_KEYWORD_LEN for a in split.words):
+        raise CommandError(msg.KEYWORD_TOO_LONG.format(limit=MAX_KEYWORD_LEN), "subscribe")
+    keywords = _keyword_terms(split.words)
     if len(keywords) > MAX_KEYWORDS:
         raise CommandError(msg.TOO_MANY_KEYWORDS.format(limit=MAX_KEYWORDS), "subscribe")
-    if any(len(k) > MAX_KEYWORD_LEN for k in keywords):
-        raise CommandError(msg.KEYWORD_TOO_LONG.format(limit=MAX_KEYWORD_LEN), "subscribe")
-    # Order kept, repeats (in any case) dropped: the filter is a set, the reply is readable.
-    seen: dict[str, str] = {}
-    for keyword in keywords:
-        seen.setdefault(keyword.casefold(), keyword)
-    return Subscribe(show, tuple(seen.values()))
+    return Subscribe(named[0], keywords, also=named[1:], recap=split.recap)
 
 
 def _parse_unsubscribe(words: list[str], shows: Sequence[str]) -> Unsubscribe:
@@ -307,12 +377,75 @@ def _no_args(name: str, args: list[str], command: Command) -> Command:
     return command
 
 
+def _show_words(words: Sequence[str], shows: Sequence[str]) -> str | None:
+    return _match_show(" ".join(words).strip(QUOTES).strip(), shows) if words else None
+
+
+def _take_show(
+    args: list[str], shows: Sequence[str], subcommand: str, *, free_text: bool = False
+) -> tuple[str | None, list[str]]:
+    """The show a query names first (or, for the structured ones, last) and the other
+    words: ``recent JAX 3``, ``latest "Deep Learning Daily"``, ``nearby JAX Nov 25``.
+
+    Free text (search, nearby) keeps its words when they would all be the show's name, and
+    gets no typo hint (a word there may be anything); the others are told of a near miss.
+    """
+    for k in range(len(args), 0, -1):
+        if free_text and k == len(args):
+            continue
+        show = _show_words(args[:k], shows)
+        if show is not None:
+            return show, args[k:]
+        if not free_text and (show := _show_words(args[-k:], shows)) is not None:
+            return show, args[:-k]
+    if not free_text and args:
+        close = _close_show(args[:1], shows) or _close_show(args[-1:], shows)
+        if close is not None:
+            typed, near = close
+            raise CommandError(msg.SHOW_TYPO.format(name=_quote(typed), show=near), subcommand)
+    return None, args
+
+
+_Showable = TypeVar("_Showable", bound=NearbyDate | NearbyTitle | NearbyPr | NearbyUrl | Pr | Week)
+
+
+def _with_show(command: _Showable, show: str | None) -> _Showable:
+    return dataclasses.replace(command, show=show) if show else command
+
+
+def _parse_query(head: str, args: list[str], shows: Sequence[str], today: date | None) -> Command:
+    """recent, latest, nearby, pr, search, week, each with an optional show name."""
+    if head == "recent":
+        show, rest = _take_show(args, shows, "recent")
+        return _parse_recent(rest, show)
+    if head == "latest":
+        show, rest = _take_show(args, shows, "latest")
+        return _no_args("latest", rest, Latest(show))
+    if head in ("nearby", "near", "around"):
+        show, rest = _take_show(args, shows, "nearby", free_text=True)
+        return _with_show(_parse_nearby(rest, today), show)
+    if head == "pr":
+        show, rest = _take_show(args, shows, "pr")
+        return _with_show(_parse_pr(rest), show)
+    if head in ("search", "find"):
+        show, rest = _take_show(args, shows, "search", free_text=True)
+        if not rest:
+            raise CommandError(msg.NEED_WORDS, "search")
+        return Search(" ".join(rest), show)
+    show, rest = _take_show(args, shows, "week")
+    return _with_show(parse_week_args(rest, today), show)
+
+
+_QUERY_HEADS = ("recent", "latest", "nearby", "near", "around", "pr", "search", "find", "week")
+
+
 def parse_command(text: str, shows: Sequence[str], today: date | None = None) -> Command:
     """Parse the text after ``/episodes`` as Slack sends it (``&``, ``<``, ``>`` arrive as
     entities, like all text in Slack). Raises ``CommandError`` for bad arguments.
 
     ``today`` (in the team's timezone) anchors relative dates and weeks (``yesterday``,
     ``Oct 5``, ``w41``, ``last``); the command that comes out names absolute ones.
+    Subcommand names are read like show names: any case, full-width forms too (NFKC).
     """
     if len(text) > msg.MAX_TEXT:
         raise CommandError(
@@ -321,26 +454,14 @@ def parse_command(text: str, shows: Sequence[str], today: date | None = None) ->
     words = unescape(text).split()
     if not words:
         return Recent()
-    head, args = words[0].casefold(), words[1:]
-    if head == "recent":
-        return _parse_recent(args)
-    if head.isdigit() and not args:
+    head, args = _fold(words[0]), words[1:]
+    if head in _QUERY_HEADS:
+        return _parse_query(head, args, shows, today)
+    if words[0].isdigit() and not args:
         # `/episodes 10` reads naturally as "the last 10".
-        return _parse_recent([head])
-    if head == "latest":
-        return _no_args("latest", args, Latest())
-    if head in ("nearby", "near", "around"):
-        return _parse_nearby(args, today)
-    if head == "pr":
-        return _parse_pr(args)
-    if head.startswith("#") and not args:
-        return Pr(parse_pr(head, "pr"))
-    if head in ("search", "find"):
-        if not args:
-            raise CommandError(msg.NEED_WORDS, "search")
-        return Search(" ".join(args))
-    if head == "week":
-        return parse_week_args(args, today)
+        return _parse_recent([words[0]])
+    if words[0].startswith("#") and not args:
+        return Pr(parse_pr(words[0], "pr"))
     if head in ("subscribe", "follow"):
         return _parse_subscribe(args, shows)
     if head in ("unsubscribe", "unfollow"):
@@ -366,28 +487,36 @@ def _slack_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _on(show: str | None) -> str:
+    """A query's show as the canonical text names it (first, quoted when it has spaces)."""
+    return f"{_quote_arg(show)} " if show else ""
+
+
 def _canonical(command: Command) -> str:
     match command:
-        case Recent(n):
-            return f"recent {n}"
-        case Latest():
-            return "latest"
-        case NearbyDate(day):
-            return f"nearby {day.isoformat()}"
-        case NearbyPr(number):
-            return f"nearby #{number}"
-        case NearbyUrl(url):
-            return f"nearby {url}"
-        case NearbyTitle(words):
-            return f"nearby {words}"
-        case Pr(number):
-            return f"pr {number}"
-        case Search(words):
-            return f"search {words}"
-        case Week(year, number):
-            return f"week {year}-W{number:02d}" if year and number else "week"
-        case Subscribe(show, keywords):
-            return f"subscribe {subscribe_text(show, keywords)}"
+        case Recent(n, show):
+            return f"recent {_on(show)}{n}"
+        case Latest(show):
+            return f"latest {_on(show)}".rstrip()
+        case NearbyDate(day, show):
+            return f"nearby {_on(show)}{day.isoformat()}"
+        case NearbyPr(number, show):
+            return f"nearby {_on(show)}#{number}"
+        case NearbyUrl(url, show):
+            return f"nearby {_on(show)}{url}"
+        case NearbyTitle(words, show):
+            return f"nearby {_on(show)}{words}"
+        case Pr(number, show, repo):
+            target = f"https://github.com/{repo}/pull/{number}" if repo else str(number)
+            return f"pr {_on(show)}{target}"
+        case Search(words, show):
+            return f"search {_on(show)}{words}"
+        case Week(year, number, _, show):
+            week = f" {year}-W{number:02d}" if year and number else ""
+            return f"week {_on(show)}".rstrip() + week
+        case Subscribe(show, keywords, also, recap):
+            recap_text = "" if recap is None else f" recap {'on' if recap else 'off'}"
+            return f"subscribe {subscribe_text(show, keywords, also)}{recap_text}"
         case Unsubscribe(show):
             return f"unsubscribe {_quote_arg(show)}" if show else "unsubscribe"
         case ListSubscriptions():

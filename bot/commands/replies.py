@@ -6,6 +6,7 @@ through ``digests.render.escape`` before it reaches these helpers.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -87,27 +88,44 @@ def share_gone() -> Message:
     return message(msg.SHARE_GONE, [section(msg.SHARE_GONE)])
 
 
-def share_value(command_text: str) -> str:
-    return json.dumps({"c": command_text}, separators=(",", ":"), ensure_ascii=False)
+def share_value(command_text: str, token: str | None = None) -> str:
+    data = {"c": command_text} if token is None else {"c": command_text, "a": token}
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def _share_data(value: str) -> dict[str, object]:
+    try:
+        data = json.loads(value)
+    except (ValueError, TypeError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def read_share_value(value: str) -> str | None:
     """The command text a Share button carries, or None when the value is not ours."""
-    try:
-        data = json.loads(value)
-    except (ValueError, TypeError):
-        return None
-    text = data.get("c") if isinstance(data, dict) else None
+    text = _share_data(value).get("c")
     return text if isinstance(text, str) else None
 
 
-def with_share(reply: Message, command_text: str) -> Message:
+def read_share_token(value: str) -> str | None:
+    """The token of the answer the person was shown (``Deps.answers``), if the value has one."""
+    token = _share_data(value).get("a")
+    return token if isinstance(token, str) else None
+
+
+def answer_token(reply: Message) -> str:
+    """Names an answer by its content: the same answer shown twice is one entry."""
+    data = json.dumps(reply, sort_keys=True, ensure_ascii=False).encode()
+    return hashlib.sha256(data).hexdigest()[:24]
+
+
+def with_share(reply: Message, command_text: str, token: str | None = None) -> Message:
     """The reply plus a "Share in channel" button, still within the 50-block limit.
 
     A command too long to fit a button's value (2,000 characters) gets no button: a cut
     value would re-run some other command. Nor does a reply that found nothing.
     """
-    value = share_value(command_text)
+    value = share_value(command_text, token)
     if len(value) > limits.BUTTON_VALUE or is_empty(reply):
         return reply
     button = blocks.actions(

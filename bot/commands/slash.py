@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
@@ -15,6 +16,7 @@ from bot.commands.cache import SingleFlight, TtlCache, cache_key
 from bot.commands.parse import Subscribe, Unsubscribe
 from bot.commands.replies import message, section
 from bot.replay import is_changing
+from config.settings import CHANNEL_ID_PATTERN
 from digests.errors import StoreError, StoreTimeout
 from digests.render.limits import Message
 
@@ -42,6 +44,18 @@ async def answer_off_loop(
         log.exception("/episodes %r failed", text[:100])
         words = text.split()
         return Answer(failure_reply(exc, changing=bool(words) and is_changing(words[0])))
+
+
+_CHANNEL_RE = re.compile(CHANNEL_ID_PATTERN)
+
+
+def refused(invocation: Invocation) -> Message | None:
+    """The one-line refusal of a command Slack sent without a usable channel: nothing is
+    parsed, read or stored for it (a subscription to channel "" would never deliver)."""
+    if _CHANNEL_RE.match(invocation.channel_id):
+        return None
+    text = msg.NO_CHANNEL
+    return message(text, [section(f":warning: {text}")])
 
 
 def invocation_of(command: dict[str, Any]) -> Invocation:
@@ -77,6 +91,10 @@ def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Answer] | None = N
     async def on_episodes(ack: AsyncAck, respond: AsyncRespond, command: dict[str, Any]) -> None:
         text = str(command.get("text") or "")
         invocation = invocation_of(command)
+        refusal = refused(invocation)
+        if refusal is not None:
+            await ack(response_type="ephemeral", text=refusal["text"], blocks=refusal["blocks"])
+            return
         # The cache is touched only here, on the event loop: no lock needed.
         key = cache_key(text, deps, invocation)
         if key is None:

@@ -9,7 +9,9 @@ from datetime import datetime
 from bot import messages as msg
 from bot.commands.base import Deps, Invocation
 from bot.commands.parse import ListSubscriptions, Status, Subscribe, Unsubscribe
-from bot.commands.replies import Block, divider, message, nothing, section
+from bot.commands.replies import Block, context, divider, message, nothing, section
+from digests.decide import matches
+from digests.models import Episode
 from digests.render import escape
 from digests.render.limits import Message
 from digests.types import FetchState, Subscription
@@ -31,33 +33,106 @@ def _reply(text: str) -> Message:
 
 
 def subscribe(command: Subscribe, deps: Deps, invocation: Invocation) -> Message:
+    """Each show named, with the keywords; the recap setting kept unless ``recap on|off``.
+    The reply: what changed, then the result in one line, then what a new keyword
+    subscription's backfill will post."""
+    made: list[Subscription] = []
+    new: list[Subscription] = []
+    notes: list[tuple[str, list[str]]] = []
+    for show in command.shows:
+        before, sub, changes = _subscribe_one(command, show, deps, invocation)
+        made.append(sub)
+        new += [sub] if before is None else []
+        notes.append((show, changes))
+    if len(command.shows) == 1:
+        text = " ".join([_subscribed(command, escape.mrkdwn(command.show)), *notes[0][1]])
+    else:
+        names = _show_names(command.shows)
+        parts = [msg.SUBSCRIBED_MANY.format(shows=names, filter=_filter_words(command))]
+        parts += [f"*{escape.mrkdwn(show)}*: {' '.join(c)}" for show, c in notes if c]
+        text = " ".join(parts)
+    blocks = [section(text), section(summary_line(made))]
+    return message(text, blocks + _backfill_note(command, deps, new))
+
+
+def _filter_words(command: Subscribe) -> str:
+    if not command.keywords:
+        return ""
+    return msg.SUBSCRIBED_FILTER.format(keywords=_keywords(command.keywords))
+
+
+def _subscribed(command: Subscribe, show: str) -> str:
+    return msg.SUBSCRIBED.format(show=show, filter=_filter_words(command))
+
+
+def _show_names(shows: Sequence[str]) -> str:
+    return ", ".join(f"*{escape.mrkdwn(s)}*" for s in shows)
+
+
+def _subscribe_one(
+    command: Subscribe, show: str, deps: Deps, invocation: Invocation
+) -> tuple[Subscription | None, Subscription, list[str]]:
+    """(the subscription before, after, and what the reply says about the change)."""
     (before,) = deps.store.subscriptions(
-        team_id=invocation.team_id, channel_id=invocation.channel_id, show=command.show
+        team_id=invocation.team_id, channel_id=invocation.channel_id, show=show
     ) or (None,)
-    deps.store.subscribe(
+    # Subscribing again replaces the filter, not the channel's choice about the recap.
+    recap = command.recap if command.recap is not None else (before.recap if before else True)
+    sub = deps.store.subscribe(
         invocation.team_id,
         invocation.channel_id,
-        command.show,
+        show,
         keywords=command.keywords,
+        recap=recap,
         created_by=invocation.user_id or None,
     )
-    show = escape.mrkdwn(command.show)
-    wanted = (
-        msg.SUBSCRIBED_FILTER.format(keywords=_keywords(command.keywords))
-        if command.keywords
-        else ""
-    )
-    text = msg.SUBSCRIBED.format(show=show, filter=wanted)
+    changes: list[str] = []
     if before is not None and _folded(before.keywords) != _folded(command.keywords):
         # Subscribing again is a replacement, not an addition: say what is gone.
-        text += " " + (
+        changes.append(
             msg.REPLACES_FILTER.format(keywords=_keywords(before.keywords))
             if before.keywords
-            else msg.REPLACES_NO_FILTER.format(show=show)
+            else msg.REPLACES_NO_FILTER.format(show=escape.mrkdwn(show))
         )
     if before is not None and before.paused:
-        text += " " + msg.SUBSCRIBE_RESUMES.format(reason=pause_reason(before.paused_reason))
-    return _reply(text)
+        changes.append(msg.SUBSCRIBE_RESUMES.format(reason=pause_reason(before.paused_reason)))
+    return before, sub, changes
+
+
+def summary_line(subs: Sequence[Subscription]) -> str:
+    """The resulting subscription in one line: shows, keywords, recap on/off."""
+    first = subs[0]
+    keywords = (
+        msg.SUBSCRIPTION_KEYWORDS.format(keywords=_keywords(first.keywords))
+        if first.keywords
+        else msg.SUBSCRIPTION_EVERY
+    )
+    if len({s.recap for s in subs}) == 1:
+        recap = msg.RECAP_ON if first.recap else msg.RECAP_OFF
+    else:  # shows subscribed before keep their own setting
+        recap = ", ".join(
+            f"{msg.RECAP_ON if s.recap else msg.RECAP_OFF} ({escape.mrkdwn(s.show)})" for s in subs
+        )
+    return msg.SUBSCRIPTION_NOW.format(
+        shows=_show_names([s.show for s in subs]), keywords=keywords, recap=recap
+    )
+
+
+def _backfill_note(command: Subscribe, deps: Deps, made: Sequence[Subscription]) -> list[Block]:
+    # Only new subscriptions: one made before already has its watermark, no backfill.
+    """What a new keyword subscription will get at the next poll: the planner's backfill is
+    the show's newest ``backfill`` episodes, those the keywords match (``digests.decide``)."""
+    if not made or not command.keywords or deps.settings.backfill <= 0:
+        return []
+    found: list[Episode] = []
+    for sub in made:
+        newest = deps.store.recent(deps.settings.backfill, shows=[sub.show])
+        found += [e for e in newest if matches(e, sub.keywords)]
+    if not found:
+        return [context(msg.BACKFILL_NONE)]
+    several = len(made) > 1
+    listed = ", ".join(str(deps.renderer.episode_line(e, show_name=several)) for e in found)
+    return [context(msg.BACKFILL_POSTS.format(episodes=listed))]
 
 
 def _folded(keywords: Sequence[str]) -> set[str]:
@@ -165,9 +240,8 @@ def announcement(command: Subscribe | Unsubscribe, invocation: Invocation) -> Me
             if command.keywords
             else ""
         )
-        text = msg.ANNOUNCE_SUBSCRIBED.format(
-            who=who, show=escape.mrkdwn(command.show), filter=wanted
-        )
+        shows = "*, *".join(escape.mrkdwn(s) for s in command.shows)
+        text = msg.ANNOUNCE_SUBSCRIBED.format(who=who, show=shows, filter=wanted)
     elif command.show:
         text = msg.ANNOUNCE_UNSUBSCRIBED.format(who=who, show=escape.mrkdwn(command.show))
     else:

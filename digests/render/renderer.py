@@ -16,7 +16,7 @@ from digests.pulls import KEY_PRS, ranked_prs
 from digests.render import blocks as b
 from digests.render import layout, limits
 from digests.render.environment import make_environment
-from digests.render.escape import Mrkdwn, oneline, to_plain
+from digests.render.escape import Mrkdwn, mrkdwn, oneline, to_plain
 from digests.render.limits import Message
 from digests.types import Notice
 
@@ -168,14 +168,17 @@ class Renderer:
         title: str,
         *,
         empty: str | None = None,
+        show_names: bool = False,
     ) -> Message:
-        """A header and one line per episode (at most ``max_lines``, then "and N more")."""
+        """A header and one line per episode (at most ``max_lines``, then "and N more");
+        ``show_names``: each line starts with its show (a list that spans several)."""
         return self.render(
             "list.j2",
             episodes=list(episodes),
             title=title,
             empty=empty,
             max_lines=self.max_lines,
+            show_names=show_names,
         )
 
     def pr_lines(self, episode: Episode, limit: int = 3) -> Mrkdwn:
@@ -190,9 +193,11 @@ class Renderer:
             )
         )
 
-    def episode_line(self, episode: Episode | RecapEpisode) -> Mrkdwn:
-        """``date · <url|headline> · 2:31 · 3 PRs`` as mrkdwn, for lists built elsewhere."""
-        return Mrkdwn(oneline(self._macro("episode_line", episode)))
+    def episode_line(self, episode: Episode | RecapEpisode, *, show_name: bool = False) -> Mrkdwn:
+        """``date · <url|headline> · 2:31 · 3 PRs`` as mrkdwn, for lists built elsewhere;
+        ``show_name`` puts ``*Show* · `` first."""
+        line = oneline(self._macro("episode_line", episode))
+        return Mrkdwn(f"*{mrkdwn(episode.show)}* · {line}" if show_name else line)
 
 
 # Where a sentence ends: . ! ? … (and closing quotes or brackets) before a space.

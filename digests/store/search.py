@@ -107,18 +107,24 @@ class SearchMixin:
     _db: Database
 
     def search(
-        self, query: str, limit: int = 10, shows: Sequence[str] | None = None
+        self,
+        query: str,
+        limit: int = 10,
+        shows: Sequence[str] | None = None,
+        *,
+        any_words: bool = True,
     ) -> list[Episode]:
         """Full text over headline, summary, transcript (FTS5 / PostgreSQL), ranked.
 
         The query is only ever a list of words: episodes with all of them first; if none
-        has all, episodes with any of them, best match first.
+        has all, episodes with any of them, best match first (not with ``any_words`` off:
+        then only those with all of them).
         """
         tokens = search_tokens(query)
         limit = min(limit, MAX_SEARCH_LIMIT)
         if not tokens or limit <= 0:
             return []
-        modes: list[Mode] = ["all", "any"] if len(tokens) > 1 else ["all"]
+        modes: list[Mode] = ["all", "any"] if len(tokens) > 1 and any_words else ["all"]
         statement = _postgres_statement if self._db.dialect == "postgresql" else _sqlite_statement
         with self._db.transaction("searching episodes", write=False) as conn:
             for mode in modes:
