@@ -3,17 +3,15 @@
 The text is untrusted and arrives straight from Slack: it is length-capped before anything
 else, and every rejection is a ``CommandError`` carrying one line of reason plus the usage
 of the subcommand it concerns. The commands themselves are ``bot.commands.model``; days and
-weeks, ``bot.commands.dates``.
+weeks, ``bot.commands.dates``; show names and quotes, ``bot.commands.names``; subscribe and
+unsubscribe, ``bot.commands.subscribe_parse``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
-import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import date
 from typing import TypeVar
 
@@ -30,7 +28,6 @@ from bot.commands.model import (
     MAX_YEAR,
     MIN_YEAR,
     SHAREABLE,
-    TYPO_CUTOFF,
     Command,
     CommandError,
     Help,
@@ -51,7 +48,9 @@ from bot.commands.model import (
     week_containing,
 )
 from bot.commands.model import quote_value as _quote
-from digests.filters import Filter, FilterSyntaxError
+from bot.commands.names import QUOTES, Arg, close_show, fold, match_show, unquote_words
+from bot.commands.subscribe_parse import parse_subscribe, parse_unsubscribe
+from digests.filters import Filter
 from digests.render.escape import unescape
 
 __all__ = [
@@ -102,13 +101,6 @@ _URL_RE = re.compile(r"^https?://\S+$", re.IGNORECASE)
 _PR_LINK_RE = re.compile(
     r"^https?://(?:www\.)?github\.com/([\w.-]+/[\w.-]+)/pull/(\d+)(?:[/?#]\S*)?$", re.IGNORECASE
 )
-# `subscribe PyTorch keywords:jax` / `keywords: "jax"`: every word after it is a keyword,
-# even one that names a show.
-_KEYWORDS_MARK = "keywords:"
-_RECAP_WORDS = {"on": True, "off": False, "yes": True, "no": False}
-# Straight and curly quotes people put around a show name or a keyword (Slack turns "
-# into “ ” on some keyboards).
-QUOTES = "\"'“”„‘’‚«»"
 
 
 def pr_link_repo(value: str) -> str | None:
@@ -189,41 +181,6 @@ def _parse_pr(args: list[str]) -> Pr:
     return Pr(parse_pr(args[0], "pr"), repo=pr_link_repo(args[0]))
 
 
-def _fold(name: str) -> str:
-    """A name as compared: case, Unicode look-alikes (full-width letters) and runs of
-    spaces do not count."""
-    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
-
-
-def _match_show(word: str, shows: Sequence[str]) -> str | None:
-    wanted = _fold(word)
-    return next((s for s in shows if _fold(s) == wanted), None)
-
-
-@dataclass(frozen=True)
-class Arg:
-    text: str
-    quoted: bool  # a quoted run of words: one argument, never part of a longer name
-
-
-def unquote_words(words: Sequence[str]) -> list[Arg]:
-    """Words with quoted runs joined: ``"Deep Learning Daily" compiler`` → ``Deep Learning
-    Daily``, ``compiler``. Quotes around a word are dropped (a quote left open only from the
-    word it is on), and so are words that were nothing but quotes."""
-    out: list[Arg] = []
-    i = 0
-    while i < len(words):
-        word = words[i]
-        end = i
-        if word[0] in QUOTES and not (len(word) > 1 and word[-1] in QUOTES):
-            end = next((j for j in range(i + 1, len(words)) if words[j][-1] in QUOTES), i)
-        joined = " ".join(words[i : end + 1]).strip(QUOTES).strip()
-        if joined:
-            out.append(Arg(joined, end > i or word[0] in QUOTES))
-        i = end + 1
-    return out
-
-
 def _quote_arg(value: str) -> str:
     """One argument as ``unquote_words`` reads it back: quoted when it has spaces."""
     # The rule lives in bot.messages, so the pause DM spells commands without this package.
@@ -238,139 +195,6 @@ def subscribe_text(show: str, keywords: Sequence[str] = (), also: Sequence[str] 
     return f"{names} {msg.subscribe_keywords(keywords)}".rstrip()
 
 
-def _show_list(shows: Sequence[str]) -> str:
-    return ", ".join(shows) if shows else "none"
-
-
-def _close_show(args: list[str], shows: Sequence[str]) -> tuple[str, str] | None:
-    """(the words, the show) when the leading words look like a typo of a show's name."""
-    best: tuple[float, str, str] | None = None
-    # Word by word: a quoted name arrives as one argument.
-    flat = " ".join(args).split()
-    for show in shows:
-        words = " ".join(flat[: len(show.split())])
-        if _fold(words) == _fold(show):
-            continue  # never "did you mean" the very name typed
-        ratio = difflib.SequenceMatcher(None, _fold(words), _fold(show)).ratio()
-        if ratio >= TYPO_CUTOFF and (best is None or ratio > best[0]):
-            best = (ratio, words, show)
-    return (best[1], best[2]) if best else None
-
-
-def _show_at(args: list[Arg], i: int, shows: Sequence[str]) -> tuple[str, int] | None:
-    """(the show, how many args it spans) named by the args from ``i`` on (longest match:
-    names may have spaces; a quoted run is a whole name on its own)."""
-    if args[i].quoted:
-        show = _match_show(args[i].text, shows)
-        return (show, 1) if show else None
-    stop = next((j for j in range(i + 1, len(args)) if args[j].quoted), len(args))
-    for k in range(stop - i, 0, -1):
-        show = _match_show(" ".join(a.text for a in args[i : i + k]), shows)
-        if show is not None:
-            return show, k
-    return None
-
-
-@dataclass(frozen=True)
-class _SubscribeWords:
-    shows: tuple[str, ...]
-    words: tuple[Arg, ...]  # the keyword words, as typed
-    recap: bool | None
-
-
-def _read_recap(args: list[Arg]) -> tuple[list[Arg], bool | None]:
-    """``recap on|off`` at the end of the words, taken off."""
-    if len(args) >= 2 and not args[-1].quoted and args[-2].text.casefold() == "recap":
-        value = _RECAP_WORDS.get(_fold(args[-1].text))
-        if value is not None:
-            return args[:-2], value
-    return args, None
-
-
-def _split_subscribe(words: list[str], shows: Sequence[str]) -> _SubscribeWords:
-    """Shows wherever they are named, the rest keywords: a known show name is never a
-    keyword unless it is quoted after a show, or follows ``keywords:``."""
-    args, recap = _read_recap(unquote_words(words))
-    found: list[str] = []
-    rest: list[Arg] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if not arg.quoted and arg.text.casefold().startswith(_KEYWORDS_MARK):
-            tail = arg.text[len(_KEYWORDS_MARK) :]
-            rest += [Arg(tail, True)] if tail else []
-            rest += [Arg(a.text, True) for a in args[i + 1 :]]
-            break
-        hit = None if arg.quoted and found else _show_at(args, i, shows)
-        if hit is None:
-            rest.append(arg)
-            i += 1
-            continue
-        if hit[0] not in found:
-            found.append(hit[0])
-        i += hit[1]
-    return _SubscribeWords(tuple(found), tuple(rest), recap)
-
-
-def _keyword_terms(words: Sequence[Arg]) -> tuple[str, ...]:
-    """Keywords as the channel filter reads them (``digests.filters``): commas split too,
-    punctuation round a word goes, repeats in any case go, order is kept."""
-    terms: list[str] = []
-    for word in words:
-        terms += [word.text] if word.quoted else [t for t in word.text.split(",") if t]
-    try:
-        parsed = Filter.from_terms(terms)
-    except FilterSyntaxError as exc:
-        raise CommandError(msg.BAD_KEYWORD.format(reason=str(exc)), "subscribe") from exc
-    seen: dict[str, str] = {}
-    for term in parsed.terms():
-        seen.setdefault(term.casefold(), term)
-    return tuple(seen.values())
-
-
-def _parse_subscribe(words: list[str], shows: Sequence[str]) -> Subscribe:
-    if not shows:
-        raise CommandError(msg.NO_SHOWS, "subscribe")
-    split = _split_subscribe(words, shows)
-    loose = [a.text for a in split.words]
-    close = _close_show(loose, shows) if not split.shows and loose else None
-    if close is not None:
-        # A misspelt show must not quietly become a keyword filter (replacing what the
-        # channel had).
-        typed, near = close
-        raise CommandError(msg.SHOW_TYPO.format(name=_quote(typed), show=near), "subscribe")
-    if split.shows:
-        named = split.shows
-    elif len(shows) == 1:
-        # With one show the show may be omitted, so every word is a keyword filter.
-        named = (shows[0],)
-    elif loose:
-        raise CommandError(
-            msg.UNKNOWN_SHOW.format(name=_quote(loose[0]), shows=_show_list(shows)), "subscribe"
-        )
-    else:
-        raise CommandError(msg.NAME_THE_SHOW.format(shows=_show_list(shows)), "subscribe")
-    if any(len(a.text) > MAX_KEYWORD_LEN for a in split.words):
-        raise CommandError(msg.KEYWORD_TOO_LONG.format(limit=MAX_KEYWORD_LEN), "subscribe")
-    keywords = _keyword_terms(split.words)
-    if len(keywords) > MAX_KEYWORDS:
-        raise CommandError(msg.TOO_MANY_KEYWORDS.format(limit=MAX_KEYWORDS), "subscribe")
-    return Subscribe(named[0], keywords, also=named[1:], recap=split.recap)
-
-
-def _parse_unsubscribe(words: list[str], shows: Sequence[str]) -> Unsubscribe:
-    args = [a.text for a in unquote_words(words)]
-    if not args:
-        return Unsubscribe()
-    name = " ".join(args)
-    show = _match_show(name, shows)
-    if show is None:
-        raise CommandError(
-            msg.UNKNOWN_SHOW.format(name=_quote(name), shows=_show_list(shows)), "unsubscribe"
-        )
-    return Unsubscribe(show)
-
-
 def _no_args(name: str, args: list[str], command: Command) -> Command:
     if args:
         raise CommandError(msg.TOO_MANY_ARGS.format(command=name), name)
@@ -378,7 +202,7 @@ def _no_args(name: str, args: list[str], command: Command) -> Command:
 
 
 def _show_words(words: Sequence[str], shows: Sequence[str]) -> str | None:
-    return _match_show(" ".join(words).strip(QUOTES).strip(), shows) if words else None
+    return match_show(" ".join(words).strip(QUOTES).strip(), shows) if words else None
 
 
 def _take_show(
@@ -399,7 +223,7 @@ def _take_show(
         if not free_text and (show := _show_words(args[-k:], shows)) is not None:
             return show, args[:-k]
     if not free_text and args:
-        close = _close_show(args[:1], shows) or _close_show(args[-1:], shows)
+        close = close_show(args[:1], shows) or close_show(args[-1:], shows)
         if close is not None:
             typed, near = close
             raise CommandError(msg.SHOW_TYPO.format(name=_quote(typed), show=near), subcommand)
@@ -454,7 +278,7 @@ def parse_command(text: str, shows: Sequence[str], today: date | None = None) ->
     words = unescape(text).split()
     if not words:
         return Recent()
-    head, args = _fold(words[0]), words[1:]
+    head, args = fold(words[0]), words[1:]
     if head in _QUERY_HEADS:
         return _parse_query(head, args, shows, today)
     if words[0].isdigit() and not args:
@@ -463,9 +287,9 @@ def parse_command(text: str, shows: Sequence[str], today: date | None = None) ->
     if words[0].startswith("#") and not args:
         return Pr(parse_pr(words[0], "pr"))
     if head in ("subscribe", "follow"):
-        return _parse_subscribe(args, shows)
+        return parse_subscribe(args, shows)
     if head in ("unsubscribe", "unfollow"):
-        return _parse_unsubscribe(args, shows)
+        return parse_unsubscribe(args, shows)
     if head in ("list", "subscriptions"):
         return _no_args("list", args, ListSubscriptions())
     if head == "status":

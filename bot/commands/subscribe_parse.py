@@ -1,0 +1,143 @@
+"""`subscribe` and `unsubscribe` arguments → commands. Pure.
+
+Show names are found anywhere in the words (a known show name is never a keyword, unless
+quoted after a show or after ``keywords:``); the rest are keywords, read by
+``digests.filters`` (commas and spaces split, punctuation round a word goes); ``recap
+on|off`` at the end sets the weekly recap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot import messages as msg
+from bot.commands.model import (
+    MAX_KEYWORD_LEN,
+    MAX_KEYWORDS,
+    CommandError,
+    Subscribe,
+    Unsubscribe,
+)
+from bot.commands.model import quote_value as _quote
+from bot.commands.names import Arg, close_show, fold, match_show, show_list, unquote_words
+from digests.filters import Filter, FilterSyntaxError
+
+# `subscribe PyTorch keywords:jax` / `keywords: "jax"`: every word after it is a keyword,
+# even one that names a show.
+_KEYWORDS_MARK = "keywords:"
+_RECAP_WORDS = {"on": True, "off": False, "yes": True, "no": False}
+
+
+def _show_at(args: list[Arg], i: int, shows: Sequence[str]) -> tuple[str, int] | None:
+    """(the show, how many args it spans) named by the args from ``i`` on (longest match:
+    names may have spaces; a quoted run is a whole name on its own)."""
+    if args[i].quoted:
+        show = match_show(args[i].text, shows)
+        return (show, 1) if show else None
+    stop = next((j for j in range(i + 1, len(args)) if args[j].quoted), len(args))
+    for k in range(stop - i, 0, -1):
+        show = match_show(" ".join(a.text for a in args[i : i + k]), shows)
+        if show is not None:
+            return show, k
+    return None
+
+
+@dataclass(frozen=True)
+class _SubscribeWords:
+    shows: tuple[str, ...]
+    words: tuple[Arg, ...]  # the keyword words, as typed
+    recap: bool | None
+
+
+def _read_recap(args: list[Arg]) -> tuple[list[Arg], bool | None]:
+    """``recap on|off`` at the end of the words, taken off."""
+    if len(args) >= 2 and not args[-1].quoted and args[-2].text.casefold() == "recap":
+        value = _RECAP_WORDS.get(fold(args[-1].text))
+        if value is not None:
+            return args[:-2], value
+    return args, None
+
+
+def _split_subscribe(words: list[str], shows: Sequence[str]) -> _SubscribeWords:
+    """Shows wherever they are named, the rest keywords: a known show name is never a
+    keyword unless it is quoted after a show, or follows ``keywords:``."""
+    args, recap = _read_recap(unquote_words(words))
+    found: list[str] = []
+    rest: list[Arg] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.quoted and arg.text.casefold().startswith(_KEYWORDS_MARK):
+            tail = arg.text[len(_KEYWORDS_MARK) :]
+            rest += [Arg(tail, True)] if tail else []
+            rest += [Arg(a.text, True) for a in args[i + 1 :]]
+            break
+        hit = None if arg.quoted and found else _show_at(args, i, shows)
+        if hit is None:
+            rest.append(arg)
+            i += 1
+            continue
+        if hit[0] not in found:
+            found.append(hit[0])
+        i += hit[1]
+    return _SubscribeWords(tuple(found), tuple(rest), recap)
+
+
+def _keyword_terms(words: Sequence[Arg]) -> tuple[str, ...]:
+    """Keywords as the channel filter reads them (``digests.filters``): commas split too,
+    punctuation round a word goes, repeats in any case go, order is kept."""
+    terms: list[str] = []
+    for word in words:
+        terms += [word.text] if word.quoted else [t for t in word.text.split(",") if t]
+    try:
+        parsed = Filter.from_terms(terms)
+    except FilterSyntaxError as exc:
+        raise CommandError(msg.BAD_KEYWORD.format(reason=str(exc)), "subscribe") from exc
+    seen: dict[str, str] = {}
+    for term in parsed.terms():
+        seen.setdefault(term.casefold(), term)
+    return tuple(seen.values())
+
+
+def parse_subscribe(words: list[str], shows: Sequence[str]) -> Subscribe:
+    if not shows:
+        raise CommandError(msg.NO_SHOWS, "subscribe")
+    split = _split_subscribe(words, shows)
+    loose = [a.text for a in split.words]
+    close = close_show(loose, shows) if not split.shows and loose else None
+    if close is not None:
+        # A misspelt show must not quietly become a keyword filter (replacing what the
+        # channel had).
+        typed, near = close
+        raise CommandError(msg.SHOW_TYPO.format(name=_quote(typed), show=near), "subscribe")
+    if split.shows:
+        named = split.shows
+    elif len(shows) == 1:
+        # With one show the show may be omitted, so every word is a keyword filter.
+        named = (shows[0],)
+    elif loose:
+        raise CommandError(
+            msg.UNKNOWN_SHOW.format(name=_quote(loose[0]), shows=show_list(shows)), "subscribe"
+        )
+    else:
+        raise CommandError(msg.NAME_THE_SHOW.format(shows=show_list(shows)), "subscribe")
+    if any(len(a.text) > MAX_KEYWORD_LEN for a in split.words):
+        raise CommandError(msg.KEYWORD_TOO_LONG.format(limit=MAX_KEYWORD_LEN), "subscribe")
+    keywords = _keyword_terms(split.words)
+    if len(keywords) > MAX_KEYWORDS:
+        raise CommandError(msg.TOO_MANY_KEYWORDS.format(limit=MAX_KEYWORDS), "subscribe")
+    return Subscribe(named[0], keywords, also=named[1:], recap=split.recap)
+
+
+def parse_unsubscribe(words: list[str], shows: Sequence[str]) -> Unsubscribe:
+    args = [a.text for a in unquote_words(words)]
+    if not args:
+        return Unsubscribe()
+    name = " ".join(args)
+    show = match_show(name, shows)
+    if show is None:
+        raise CommandError(
+            msg.UNKNOWN_SHOW.format(name=_quote(name), shows=show_list(shows)), "unsubscribe"
+        )
+    return Unsubscribe(show)
