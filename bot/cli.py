@@ -67,6 +67,11 @@ def _parser() -> argparse.ArgumentParser:
 def _show_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show", metavar="NAME", help="show name (default: from the source)")
     parser.add_argument("--repo", metavar="OWNER/NAME", help="where 'PR 123' points")
+    parser.add_argument(
+        "--allow-private",
+        action="store_true",
+        help="let the source and its redirects reach private addresses",
+    )
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
@@ -97,7 +102,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
 def _dispatch(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
     command = args.command
     if command == "parse":
-        episodes = _episodes_from(settings, args.source, args.show, args.repo)
+        episodes = _episodes_from(settings, args.source, args.show, args.repo, args.allow_private)
         if args.json:
             json.dump([e.to_json() for e in episodes], out, indent=2, ensure_ascii=False)
             out.write("\n")
@@ -117,7 +122,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
                 out.write(f"{when:<10}  {episode.headline}  ({count})\n")
         return 0
     if command == "render":
-        episodes = _episodes_from(settings, args.source, args.show, args.repo)
+        episodes = _episodes_from(settings, args.source, args.show, args.repo, args.allow_private)
         episode = _choose(episodes, args.episode, args.source)
         if settings.github_enabled and not args.no_github:
             from bot.enrichment import render_details
@@ -141,18 +146,26 @@ def _dispatch(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
 
 
 def _episodes_from(
-    settings: Settings, source: str, show: str | None, repo: str | None
+    settings: Settings,
+    source: str,
+    show: str | None,
+    repo: str | None,
+    allow_private: bool = False,
 ) -> list[Episode]:
     """The pipeline's fetch → parse → extract phases. The show: ``--show``, else the one the
     source names, else (a source naming none) the first configured. Its repository:
     ``--repo``, else the configured show's; a show not configured has none, so a PR it
     names without a link points where the source's own PR links do, or nowhere."""
     from bot.ingest import FeedRequest, extract_episodes, fetch_feed, parse_feed
-    from digests.fetch import make_http_client
+    from digests.fetch import make_http_client, private_policy
+
+    request = FeedRequest(
+        source, settings.max_feed_bytes, allow_private=private_policy(source, allow_private)
+    )
 
     async def get() -> bytes:
         async with make_http_client() as client:
-            result = await fetch_feed(client, FeedRequest(source, settings.max_feed_bytes))
+            result = await fetch_feed(client, request)
         return result.content or b""
 
     parsed = parse_feed(asyncio.run(get()), source)
@@ -227,6 +240,12 @@ async def _run_once(settings: Settings, out: TextIO) -> int:
     from bot import service
 
     report = await service.run_once(settings, out)
+    # Shows the cycle could not finish (the store failing mid-poll): one line, exit 2.
+    errors: list[str] = list(getattr(report, "errors", None) or [])
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        print(f"{PROG}: error: {errors[0]}{more}", file=sys.stderr)
+        return 2
     return 0 if report is None or not getattr(report, "fatal", False) else 1
 
 

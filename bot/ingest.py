@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import httpx
 
 from digests.extract import build_episodes
-from digests.fetch import FetchResult, fetch
+from digests.fetch import FetchResult, PrivatePolicy, fetch
 from digests.models import Episode, ParsedSource
 from digests.parse import parse_bytes
 
@@ -42,7 +42,7 @@ class FeedRequest:
     max_bytes: int
     etag: str | None = None
     last_modified: str | None = None
-    allow_private: bool = True
+    allow_private: PrivatePolicy = True  # see digests.fetch.private_policy
 
 
 @dataclass(frozen=True)

@@ -218,6 +218,7 @@ REASON_STORE = "the episode archive is unreachable"
 REASON_STORE_SLOW = "the database is not answering"
 NOT_SAVED = "Nothing was saved."
 REASON_UNEXPECTED = "an unexpected error; it has been logged"
+UNREADABLE_REQUEST = "Sorry, I could not read that request. Try the command again."
 
 KEY_PRS_NONE = "This episode names no pull requests."
 EPISODE_GONE = "That episode is no longer in the archive."

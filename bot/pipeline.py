@@ -43,6 +43,7 @@ from bot.plan import (
 from config.settings import Settings, ShowConfig
 from digests.decide import feed_notice, next_poll_at
 from digests.errors import DigestError, StoreError
+from digests.fetch import private_policy
 from digests.full_transcripts import transcripts_phase
 from digests.github.client import GitHubClient
 from digests.github.enrich import EnrichReport
@@ -201,6 +202,7 @@ async def poll_show(
         settings.max_feed_bytes,
         etag=before.etag,
         last_modified=before.last_modified,
+        allow_private=private_policy(settings.feed_location(show), show.allow_private),
     )
     try:
         read = await read_feed(
@@ -355,8 +357,10 @@ class Cycle:
         except Exception as exc:
             # One show's bad template, parser bug or database hiccup must not stop the
             # others; the show is polled again next time.
-            log.exception("poll of %s failed", show.name)
             message = exc.format_message() if isinstance(exc, DigestError) else repr(exc)
+            bug = not isinstance(exc, DigestError)  # a locked store, a template: one line
+            log.log(logging.ERROR if bug else logging.WARNING, "poll of %s failed: %s",
+                    show.name, message, exc_info=bug)  # fmt: skip
             return ShowPlan(PollResult(show.name, "error", error=message))
 
 

@@ -1,26 +1,42 @@
-"""HTTP: the Bolt app as an ASGI app (Starlette) under uvicorn, plus a health check."""
+"""HTTP: the Bolt app as an ASGI app (Starlette) under uvicorn, plus a health check.
+
+Requests to ``/slack/events`` come from anyone: the body limit holds while reading (chunked
+bodies included) and the signature is verified on the raw bytes before Bolt parses them, so
+an unsigned request costs a header check and is answered 401.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import errno
+import hashlib
+import hmac
 import logging
+import os
 import socket
-from collections.abc import Iterator
+import time
+from collections.abc import Awaitable, Callable, Iterator
 
+import sqlalchemy as sa
 import uvicorn
-from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
+from slack_bolt.adapter.starlette.async_handler import (
+    AsyncSlackRequestHandler,
+    to_async_bolt_request,
+    to_starlette_response,
+)
 from slack_bolt.async_app import AsyncApp
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from bot import messages
 from config.settings import Settings
 from digests.errors import ConfigError, PortInUse
-from digests.store import Store
+from digests.store import Store, schema
 
 log = logging.getLogger(__name__)
 
@@ -29,26 +45,140 @@ HEALTH_PATH = "/healthz"
 # OAuth mode's install flow (Bolt's default paths; answered only when the app has a flow).
 INSTALL_PATH = "/slack/install"
 REDIRECT_PATH = "/slack/oauth_redirect"
-# Slack's payloads are a few KB; a bigger body is not from Slack and is refused unread.
+# Slack's payloads are a few KB; a bigger body is not from Slack and is refused, declared
+# (Content-Length) or not (chunked): reading stops at the limit.
 MAX_BODY = 1024 * 1024
+# Slack sends its few KB at once; a body still arriving after this holds a worker on purpose.
+BODY_TIMEOUT = 10.0
+# Slack's window for a signature's timestamp (Bolt uses the same): older is a replay.
+SIGNATURE_WINDOW = 5 * 60
+# Unix seconds for the next few thousand years; anything longer is not a timestamp.
+_MAX_TIMESTAMP_DIGITS = 12
+_SIGNATURE_LENGTH = len("v0=") + 64
 
 
-def build_asgi(app: AsyncApp, store: Store) -> ASGIApp:
-    """POST /slack/events → Bolt (signature checked there: 401 when it fails);
-    GET /healthz → 200 ``{"ok": true}`` when the store answers, else 503."""
-    handler = AsyncSlackRequestHandler(app)
+def _refused() -> Response:
+    # Bolt's very bytes for a bad signature: the two layers look the same from outside.
+    return Response(b'{"error": "invalid request"}', 401, media_type="application/json")
+
+
+def _too_large() -> Response:
+    return PlainTextResponse("payload too large", status_code=413)
+
+
+def _plausibly_signed(headers: Headers, now: float) -> bool:
+    """The signature headers have Slack's shape and a fresh timestamp: checked before a
+    byte of body is read, so unsigned traffic costs nothing."""
+    timestamp = headers.get("x-slack-request-timestamp", "")
+    signature = headers.get("x-slack-signature", "")
+    if not (timestamp.isascii() and timestamp.isdigit()):
+        return False
+    if len(timestamp) > _MAX_TIMESTAMP_DIGITS or abs(now - int(timestamp)) > SIGNATURE_WINDOW:
+        return False
+    return signature.startswith("v0=") and len(signature) == _SIGNATURE_LENGTH
+
+
+def signature_valid(secret: str, headers: Headers, body: bytes) -> bool:
+    """Slack's v0 HMAC over the raw bytes (slack_sdk's verifier decodes the body as UTF-8
+    first, and raises on anything else)."""
+    timestamp = headers.get("x-slack-request-timestamp", "")
+    base = b"v0:" + timestamp.encode("ascii", "replace") + b":" + body
+    expected = "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, headers.get("x-slack-signature", ""))
+
+
+async def read_body(request: Request, limit: int = MAX_BODY) -> bytes | None:
+    """The body, or None as soon as it is over ``limit`` (the rest stays unread)."""
+    length = request.headers.get("content-length")
+    if length is not None and (not length.isdigit() or int(length) > limit):
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
+def _signing_secret(app: AsyncApp) -> str | None:
+    # Bolt keeps the secret it verifies with privately; reading it keeps one source of truth
+    # (build_app picks a random one when none is configured).
+    secret = getattr(app, "_signing_secret", None)
+    return secret if isinstance(secret, str) and secret.strip() else None
+
+
+def _unreadable() -> Response:
+    return JSONResponse({"response_type": "ephemeral", "text": messages.UNREADABLE_REQUEST})
+
+
+async def _dispatch(app: AsyncApp, request: Request, body: bytes) -> Response:
+    """Hand a verified body to Bolt. A signed body Bolt cannot make sense of (not UTF-8, a
+    ``payload`` that is not JSON, nested past the parser's depth, ``actions`` that are not
+    a list) gets a polite reply instead of a 500 (which Slack shows as "dispatch_failed")."""
+    try:
+        bolt_request = to_async_bolt_request(request, body)
+        response = await app.async_dispatch(bolt_request)
+    except (ValueError, RecursionError, TypeError, AttributeError, KeyError) as exc:
+        log.warning("unreadable signed request: %s: %s", type(exc).__name__, exc)
+        return _unreadable()
+    if response.status >= 500:
+        return _unreadable()  # Bolt has logged what failed
+    return to_starlette_response(response)
+
+
+def _events_handler(app: AsyncApp) -> Callable[[Request], Awaitable[Response]]:
+    secret = _signing_secret(app)
 
     async def events(request: Request) -> Response:
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
-            return PlainTextResponse("payload too large", status_code=413)
-        return await handler.handle(request)
+            return _too_large()
+        if secret is not None and not _plausibly_signed(request.headers, time.time()):
+            return _refused()
+        try:
+            async with asyncio.timeout(BODY_TIMEOUT):
+                body = await read_body(request)
+        except TimeoutError:
+            return PlainTextResponse("request body too slow", status_code=408)
+        if body is None:
+            return _too_large()
+        # Verified on the raw bytes, before anything parses them.
+        if secret is not None and not signature_valid(secret, request.headers, body):
+            return _refused()
+        return await _dispatch(app, request, body)
+
+    return events
+
+
+def store_healthy(store: Store) -> bool:
+    """The store answers a query against a real table, and (SQLite) its file is still there:
+    a deleted file keeps answering on pooled connections while every write is lost."""
+    with store.engine.connect() as conn:
+        conn.execute(sa.select(schema.shows.c.id).limit(1)).all()
+        if store.engine.dialect.name == "sqlite":
+            for row in conn.execute(sa.text("PRAGMA database_list")):
+                path = str(row[2] or "")
+                if row[1] == "main" and path and not os.path.exists(path):
+                    return False
+    return True
+
+
+def build_asgi(app: AsyncApp, store: Store) -> ASGIApp:
+    """POST /slack/events → Bolt, after the body limit and the signature are checked on the
+    raw bytes (401 before anything is parsed); GET /healthz → 200 ``{"ok": true}`` when the
+    store answers with its schema, else 503; GET the OAuth install paths → Bolt's flow."""
+    events = _events_handler(app)
+    handler = AsyncSlackRequestHandler(app)
 
     async def healthz(request: Request) -> Response:
         try:
-            ok = await asyncio.to_thread(store.ping)
+            ok = await asyncio.to_thread(store_healthy, store)
+        except sa.exc.SQLAlchemyError as exc:
+            # Polled every few seconds by a load balancer: one line, not a traceback each.
+            log.warning("store health check failed: %s", str(exc).splitlines()[0])
+            ok = False
         except Exception:  # a health check reports, it never raises
-            log.exception("store ping failed")
+            log.exception("store health check failed")
             ok = False
         return JSONResponse({"ok": bool(ok)}, status_code=200 if ok else 503)
 
@@ -89,8 +219,13 @@ def listen(host: str, port: int) -> socket.socket:
     line and exit code 2 (uvicorn logs a traceback and exits 3), raised before anything
     else has started."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP,
+    # and uvicorn writes headers and body separately, so without it every response on a
+    # kept-alive connection waits ~40 ms for a delayed ACK. Set on the listener too, which
+    # Linux copies to each accepted socket.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         # Lets a restart rebind while old connections sit in TIME_WAIT; a live listener
         # still refuses the bind.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

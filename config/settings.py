@@ -80,6 +80,10 @@ class ShowConfig(_Strict):
     name: ShowName
     feed: str = Field(min_length=1)
     repo: str = Field(default=DEFAULT_REPO, pattern=r"^[\w.-]+/[\w.-]+$", max_length=MAX_REPO)
+    # The feed (and where it redirects) may be on a private network. Without it, only a
+    # feed that names a private host itself (a file, localhost, a literal private address)
+    # may be private, and its redirects must stay on that host or reach public addresses.
+    allow_private: bool = False
     # PR labels: None takes the repository's default (REPO_STATE_LABELS, DEFAULT_LABEL_WEIGHTS).
     merged_labels: list[str] | None = None
     reverted_labels: list[str] | None = None

@@ -2,8 +2,10 @@
 
 Guards every feed needs, because feeds are added by users and served by strangers: a size
 cap enforced while streaming, redirects followed by hand so each hop is re-checked (scheme,
-and with ``allow_private=False`` no private/loopback/link-local/reserved addresses), a
-bounded number of hops, timeouts, and one clear :class:`FetchError` line for each failure —
+and with ``allow_private=False`` no private/loopback/link-local/reserved addresses; see
+:func:`private_policy` for feeds the operator configured), a bounded number of hops,
+timeouts, a body decoded a bounded piece at a time (a gzip bomb stops at the cap, see
+:mod:`digests.content_decoding`), and one clear :class:`FetchError` line for each failure —
 with the URL redacted (no credentials, no query), because that line is shown to people.
 Credentials in a feed URL follow redirects to the same origin only.
 
@@ -16,7 +18,6 @@ the connect (rebinding) cannot smuggle a request to a private address.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import mimetypes
 import socket
 import time
@@ -33,6 +34,8 @@ from urllib.request import url2pathname
 import httpcore
 import httpx
 
+from digests.addresses import is_public_address, names_private_host
+from digests.content_decoding import BoundedDecoder, DecodingRefused
 from digests.errors import FeedHTTPError, FeedUnavailable, FetchError
 from digests.redact import redact_url
 
@@ -100,26 +103,6 @@ def parse_max_age(cache_control: str | None) -> float | None:
     return max_age
 
 
-def is_public_address(address: str) -> bool:
-    """True when ``address`` is a globally routable unicast IP (what a feed host may be)."""
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address):
-        mapped = ip.ipv4_mapped or ip.sixtofour
-        if mapped is not None:
-            return is_public_address(str(mapped))
-    return ip.is_global and not (
-        ip.is_multicast
-        or ip.is_private
-        or ip.is_loopback
-        or ip.is_link_local
-        or ip.is_reserved
-        or ip.is_unspecified
-    )
-
-
 def human_size(n: int) -> str:
     mb = 1024 * 1024
     if n >= mb and n % mb == 0:
@@ -132,7 +115,7 @@ def human_size(n: int) -> str:
 # edges -------------------------------------------------------------------------------------
 
 
-# Set while a fetch with allow_private=False runs; read by the connection guard below.
+# Set while a fetch sends a hop that must reach a public address; read by the guard below.
 _public_only: ContextVar[bool] = ContextVar("digestbot_fetch_public_only", default=False)
 
 
@@ -186,7 +169,11 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         if _public_only.get():
-            host = await public_address(host, port)
+            try:
+                host = await public_address(host, port)
+            except socket.gaierror as exc:
+                # As httpcore reports it, so httpx maps it and fetch words it the same way.
+                raise httpcore.ConnectError(f"cannot resolve host {host!r}") from exc
         return await self._inner.connect_tcp(
             host, port, timeout=timeout, local_address=local_address, socket_options=socket_options
         )
@@ -234,8 +221,10 @@ def make_http_client(timeout: float = 10.0) -> httpx.AsyncClient:
 async def _check_host(url: str, host: str, port: int) -> None:
     try:
         await public_address(host, port)
-    except socket.gaierror as exc:
-        raise FetchError(url, f"cannot resolve host {host!r}") from exc
+    except socket.gaierror:
+        # Nothing to refuse yet: the connection resolves again (and the guard checks what it
+        # gets), or fails with "cannot resolve host"; a mock transport never resolves.
+        return
     except PrivateAddressRefused as exc:
         raise FetchError(url, str(exc)) from exc
 
@@ -353,15 +342,81 @@ async def _read_capped(response: httpx.Response, url: str, max_bytes: int) -> by
     declared = response.headers.get("Content-Length")
     if declared is not None and declared.strip().isdigit() and int(declared) > max_bytes:
         raise FetchError(url, f"larger than {human_size(max_bytes)}")
-    chunks: list[bytes] = []
-    total = 0
-    # aiter_bytes counts decoded bytes, so a gzip bomb hits the cap as well.
-    async for chunk in response.aiter_bytes(_CHUNK):
-        total += len(chunk)
-        if total > max_bytes:
+    if response.is_stream_consumed:
+        # Built in memory (a mock transport): httpx has decoded it already; only the cap left.
+        if len(response.content) > max_bytes:
             raise FetchError(url, f"larger than {human_size(max_bytes)}")
-        chunks.append(chunk)
+        return response.content
+    try:
+        decoder = BoundedDecoder(response.headers.get_list("Content-Encoding"))
+    except DecodingRefused as exc:
+        raise FetchError(url, f"response body refused ({exc})") from exc
+    chunks: list[bytes] = []
+    total = raw = 0
+
+    def take(pieces: Iterator[bytes]) -> None:
+        nonlocal total
+        # Decoded bytes are counted piece by piece (each at most 64 KB), so a gzip bomb
+        # stops at the cap instead of being inflated whole first.
+        for piece in pieces:
+            total += len(piece)
+            if total > max_bytes:
+                raise FetchError(url, f"larger than {human_size(max_bytes)}")
+            chunks.append(piece)
+
+    try:
+        async for chunk in response.aiter_raw(_CHUNK):
+            raw += len(chunk)
+            if raw > max_bytes:
+                raise FetchError(url, f"larger than {human_size(max_bytes)}")
+            take(decoder.feed(chunk))
+        take(decoder.flush())
+    except DecodingRefused as exc:
+        raise FetchError(url, f"response body could not be decoded ({exc})") from exc
     return b"".join(chunks)
+
+
+@dataclass(frozen=True)
+class PrivateOrigin:
+    """Private addresses allowed on hops to this one place only: the host and port (or the
+    local files, ``kind="file"``) an operator named. Every other hop must be public. Also
+    right for what a feed links to (a transcript): the feed's own host may serve it."""
+
+    kind: Literal["net", "file"]
+    host: str = ""
+    port: int = 0
+
+
+# True: any address (a location the operator trusts whole); False: public addresses only,
+# on every hop, and no local files; a PrivateOrigin: see there.
+PrivatePolicy = bool | PrivateOrigin
+
+
+def private_policy(location: str, allow_private: bool = False) -> PrivatePolicy:
+    """The policy for a location an operator configured (a show's feed, a CLI argument):
+    everything with ``allow_private``; else private only at the host the location names
+    itself (a file, ``localhost``, a literal private address), whatever redirects say."""
+    if allow_private:
+        return True
+    if not names_private_host(location):
+        return False
+    try:
+        if _local_path(location) is not None:
+            return PrivateOrigin("file")
+        host, port = _http_target(location)
+    except FetchError:
+        return False  # a location fetch cannot use: it says why itself
+    return PrivateOrigin("net", host, port)
+
+
+def _files_allowed(policy: PrivatePolicy) -> bool:
+    return policy is True or (isinstance(policy, PrivateOrigin) and policy.kind == "file")
+
+
+def _hop_public_only(policy: PrivatePolicy, target: tuple[str, int]) -> bool:
+    if isinstance(policy, PrivateOrigin):
+        return policy.kind == "file" or (policy.host, policy.port) != target
+    return not policy
 
 
 async def fetch(
@@ -371,32 +426,50 @@ async def fetch(
     etag: str | None = None,
     last_modified: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
-    allow_private: bool = True,
+    allow_private: PrivatePolicy = True,
     max_redirects: int = 5,
     total_timeout: float | None = 120.0,
 ) -> FetchResult:
     """Fetch ``location`` (http(s) URL, ``file://`` URL or path) conditionally.
 
     ``allow_private=False`` is for feeds users add: it refuses local files and hosts that
-    resolve to non-public addresses, on every redirect hop. The client's timeout bounds each
-    network step; ``total_timeout`` bounds the whole fetch, so a server dripping one byte at
-    a time cannot hold a poll forever. Raises :class:`FetchError` (:class:`FeedUnavailable`
-    for 429/503, with ``retry_after``).
+    resolve to non-public addresses, on every redirect hop; a :class:`PrivateOrigin` (see
+    :func:`private_policy`) is for feeds the operator configured. The client's timeout
+    bounds each network step; ``total_timeout`` bounds the whole fetch, so a server dripping
+    one byte at a time cannot hold a poll forever. Raises :class:`FetchError`
+    (:class:`FeedUnavailable` for 429/503, with ``retry_after``).
     """
     try:
-        with forbid_private_addresses(not allow_private):
-            async with asyncio.timeout(total_timeout):
-                return await _fetch(
-                    client,
-                    location,
-                    etag=etag,
-                    last_modified=last_modified,
-                    max_bytes=max_bytes,
-                    allow_private=allow_private,
-                    max_redirects=max_redirects,
-                )
+        async with asyncio.timeout(total_timeout):
+            return await _fetch(
+                client,
+                location,
+                etag=etag,
+                last_modified=last_modified,
+                max_bytes=max_bytes,
+                allow_private=allow_private,
+                max_redirects=max_redirects,
+            )
     except TimeoutError as exc:
         raise FetchError(location, f"timed out after {total_timeout:g} s in total") from exc
+
+
+async def _send(
+    client: httpx.AsyncClient, url: str, headers: dict[str, str], public_only: bool
+) -> httpx.Response:
+    host, port = _http_target(url)
+    if public_only:
+        await _check_host(url, host, port)
+    try:
+        with forbid_private_addresses(public_only):
+            request = client.build_request("GET", url, headers=headers)
+            return await client.send(request, stream=True)
+    except httpx.InvalidURL as exc:
+        raise FetchError(url, f"invalid URL ({exc})") from exc
+    except PrivateAddressRefused as exc:
+        raise FetchError(url, str(exc)) from exc
+    except httpx.HTTPError as exc:
+        raise FetchError(url, _describe(exc)) from exc
 
 
 async def _fetch(
@@ -406,16 +479,18 @@ async def _fetch(
     etag: str | None,
     last_modified: str | None,
     max_bytes: int,
-    allow_private: bool,
+    allow_private: PrivatePolicy,
     max_redirects: int,
 ) -> FetchResult:
     path = _local_path(location)
     if path is not None:
-        if not allow_private:
+        if not _files_allowed(allow_private):
             raise FetchError(location, "local files are not allowed for this feed")
         return await asyncio.to_thread(_read_file, location, path, last_modified, max_bytes)
 
-    headers: dict[str, str] = {}
+    # Only what _read_capped can undo a piece at a time (httpx would also offer br/zstd
+    # when their packages happen to be installed).
+    headers: dict[str, str] = {"Accept-Encoding": "gzip, deflate"}
     if etag:
         headers["If-None-Match"] = etag
     if last_modified:
@@ -424,27 +499,11 @@ async def _fetch(
     url = location
     seen = {url}
     for hop in range(max_redirects + 1):
-        host, port = _http_target(url)
-        if not allow_private:
-            await _check_host(url, host, port)
-        try:
-            request = client.build_request("GET", url, headers=headers)
-            response = await client.send(request, stream=True)
-        except httpx.InvalidURL as exc:
-            raise FetchError(url, f"invalid URL ({exc})") from exc
-        except PrivateAddressRefused as exc:
-            raise FetchError(url, str(exc)) from exc
-        except httpx.HTTPError as exc:
-            raise FetchError(url, _describe(exc)) from exc
+        public_only = _hop_public_only(allow_private, _http_target(url))
+        response = await _send(client, url, headers, public_only)
         try:
             if response.status_code in REDIRECT_STATUSES:
-                target = response.headers.get("Location")
-                if not target:
-                    raise FetchError(url, f"HTTP {response.status_code} redirect without Location")
-                url = redirect_target(url, target.strip())
-                if url in seen:
-                    raise FetchError(location, f"redirect loop at {redact_url(url)}")
-                seen.add(url)
+                url = _next_hop(response, url, location, seen)
                 if hop == max_redirects:
                     raise FetchError(location, f"too many redirects (more than {max_redirects})")
                 continue
@@ -454,6 +513,17 @@ async def _fetch(
         finally:
             await response.aclose()
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+
+def _next_hop(response: httpx.Response, url: str, location: str, seen: set[str]) -> str:
+    target = response.headers.get("Location")
+    if not target:
+        raise FetchError(url, f"HTTP {response.status_code} redirect without Location")
+    url = redirect_target(url, target.strip())
+    if url in seen:
+        raise FetchError(location, f"redirect loop at {redact_url(url)}")
+    seen.add(url)
+    return url
 
 
 async def _finish(response: httpx.Response, url: str, max_bytes: int) -> FetchResult:
@@ -495,7 +565,7 @@ def fetch_sync(
     etag: str | None = None,
     last_modified: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
-    allow_private: bool = True,
+    allow_private: PrivatePolicy = True,
     max_redirects: int = 5,
     total_timeout: float | None = 120.0,
 ) -> FetchResult:
@@ -524,6 +594,8 @@ __all__ = [
     "FeedUnavailable",
     "FetchResult",
     "PrivateAddressRefused",
+    "PrivateOrigin",
+    "PrivatePolicy",
     "fetch",
     "fetch_sync",
     "forbid_private_addresses",
@@ -532,6 +604,7 @@ __all__ = [
     "make_http_client",
     "parse_max_age",
     "parse_retry_after",
+    "private_policy",
     "public_address",
     "redact_url",
     "redirect_target",

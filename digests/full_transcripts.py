@@ -24,7 +24,7 @@ import httpx
 
 from digests.errors import FeedHTTPError, FeedUnavailable, FetchError
 from digests.extract import with_transcript
-from digests.fetch import fetch
+from digests.fetch import PrivatePolicy, fetch
 from digests.models import Episode, TranscriptLink, guid_key
 from digests.parse.text import MAX_TEXT
 from digests.parse.transcripts import TRANSCRIPT_TYPES, transcript_text
@@ -124,7 +124,7 @@ async def _fetch_one(
     link: TranscriptLink,
     *,
     max_bytes: int,
-    allow_private: bool,
+    allow_private: PrivatePolicy,
 ) -> str:
     """The transcript's text; raises ``FetchError`` or ``ValueError`` (nothing readable)."""
     got = await fetch(
@@ -147,7 +147,7 @@ async def _fetch_all(
     *,
     now: datetime,
     max_bytes: int,
-    allow_private: bool,
+    allow_private: PrivatePolicy,
 ) -> list[StoredTranscript]:
     gate = asyncio.Semaphore(CONCURRENCY)
 
@@ -184,7 +184,7 @@ async def attach_transcripts(
     client: httpx.AsyncClient,
     transcripts: TranscriptStore,
     now: datetime,
-    allow_private: bool = False,
+    allow_private: PrivatePolicy = False,
     max_bytes: int = MAX_TRANSCRIPT_BYTES,
     per_poll: int = PER_POLL,
 ) -> tuple[tuple[Episode, ...], TranscriptReport]:
@@ -238,7 +238,7 @@ async def transcripts_phase(
     show: str,
     repo: str,
     now: datetime,
-    allow_private: bool,
+    allow_private: PrivatePolicy,
 ) -> tuple[Episode, ...]:
     """The pipeline's call: ``attach_transcripts`` over the store, the pass logged."""
     out, report = await attach_transcripts(

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import signal
 import socket
+from pathlib import Path
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from bot.app import build_app
-from bot.server import build_asgi, serve
+from bot.server import build_asgi, listen, serve
 from config.settings import Settings
 from digests.models import Episode
 from digests.render import Renderer
@@ -85,3 +87,74 @@ def test_without_a_signing_secret_every_http_request_is_refused(
     finally:
         sender.close()
         server.stop()
+
+
+# TCP_NODELAY (issue 11) --------------------------------------------------------------------
+
+
+def test_listen_makes_a_tcp_socket_with_nodelay_that_accepted_sockets_inherit() -> None:
+    sock = listen("127.0.0.1", 0)
+    try:
+        sock.listen()
+        assert sock.proto == socket.IPPROTO_TCP  # what asyncio checks before setting it
+        with socket.create_connection(sock.getsockname()) as _client:
+            conn, _ = sock.accept()
+            with conn:
+                assert conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    finally:
+        sock.close()
+
+
+async def test_connections_served_from_listen_have_nodelay() -> None:
+    # uvicorn serves through loop.create_server(sock=...): check the transport's socket.
+    loop = asyncio.get_running_loop()
+    accepted: asyncio.Future[int] = loop.create_future()
+
+    class Probe(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            conn = transport.get_extra_info("socket")
+            accepted.set_result(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    server = await loop.create_server(Probe, sock=listen("127.0.0.1", 0))
+    try:
+        port = server.sockets[0].getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        assert await accepted != 0
+        writer.close()
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+# /healthz checks the schema (issue 15, item 12) --------------------------------------------
+
+
+async def _healthz(store: Store, settings: Settings) -> httpx.Response:
+    asgi = build_asgi(build_app(settings, store, Renderer()), store)
+    transport = httpx.ASGITransport(app=asgi)
+    async with httpx.AsyncClient(transport=transport, base_url="http://digestbot") as client:
+        return await client.get("/healthz")
+
+
+async def test_healthz_503_when_the_sqlite_file_is_deleted(
+    app_settings: Settings, tmp_path: Path
+) -> None:
+    path = tmp_path / "digestbot.sqlite3"
+    store = Store.open(f"sqlite:///{path}")
+    try:
+        assert (await _healthz(store, app_settings)).status_code == 200
+        path.unlink()  # pooled connections still answer from the deleted file
+        response = await _healthz(store, app_settings)
+        assert response.status_code == 503
+        assert response.json() == {"ok": False}
+    finally:
+        store.close()
+
+
+async def test_healthz_503_when_the_schema_is_gone(app_settings: Settings, store: Store) -> None:
+    assert (await _healthz(store, app_settings)).status_code == 200
+    cascade = "" if store.engine.dialect.name == "sqlite" else " CASCADE"
+    with store.engine.begin() as conn:
+        conn.execute(sa.text(f"DROP TABLE shows{cascade}"))
+    assert (await _healthz(store, app_settings)).status_code == 503

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import socket
-import time
 import tracemalloc
 from collections.abc import AsyncIterator
 from email.utils import formatdate
@@ -14,12 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from digests import errors
 from digests.errors import FetchError
 from digests.fetch import (
-    USER_AGENT,
-    FeedHTTPError,
-    FeedUnavailable,
     PrivateAddressRefused,
     fetch,
     fetch_sync,
@@ -125,122 +120,6 @@ def test_human_size(n: int, text: str) -> None:
 # HTTP --------------------------------------------------------------------------------------
 
 
-async def test_ok_returns_body_and_validators(
-    client: httpx.AsyncClient, feed_server: FeedServer
-) -> None:
-    url = feed_server.route(
-        "/feed.xml",
-        RSS,
-        etag='"v1"',
-        last_modified="Mon, 05 Oct 2026 13:00:40 GMT",
-        headers={"Cache-Control": "public, max-age=300"},
-    )
-    result = await fetch(client, url)
-    assert result.status == "ok"
-    assert result.content == RSS
-    assert result.url == url
-    assert result.content_type == "application/rss+xml; charset=utf-8"
-    assert result.etag == '"v1"'
-    assert result.last_modified == "Mon, 05 Oct 2026 13:00:40 GMT"
-    assert result.max_age == 300.0
-    assert result.retry_after is None
-    sent = feed_server.requests_to("/feed.xml")[0]
-    assert sent.header("User-Agent") == USER_AGENT
-    assert sent.header("If-None-Match") is None
-
-
-async def test_etag_round_trip_then_new_episode(
-    client: httpx.AsyncClient, feed_server: FeedServer
-) -> None:
-    url = feed_server.route("/feed.xml", RSS, etag='"v1"')
-    first = await fetch(client, url)
-    second = await fetch(client, url, etag=first.etag)
-    assert second.status == "not_modified"
-    assert second.content is None
-    assert feed_server.requests_to("/feed.xml")[1].header("If-None-Match") == '"v1"'
-
-    feed_server.route("/feed.xml", RSS + b"<!-- new -->", etag='"v2"')
-    third = await fetch(client, url, etag=second.etag or first.etag)
-    assert third.status == "ok"
-    assert third.content == RSS + b"<!-- new -->"
-    assert third.etag == '"v2"'
-
-
-async def test_last_modified_sends_if_modified_since(
-    client: httpx.AsyncClient, feed_server: FeedServer
-) -> None:
-    stamp = "Mon, 05 Oct 2026 13:00:40 GMT"
-    url = feed_server.route("/feed.xml", RSS, last_modified=stamp)
-    result = await fetch(client, url, last_modified=stamp)
-    assert result.status == "not_modified"
-    assert feed_server.requests[-1].header("If-Modified-Since") == stamp
-
-
-async def test_redirect_chain_is_followed_to_the_final_url(
-    client: httpx.AsyncClient, feed_server: FeedServer
-) -> None:
-    final = feed_server.route("/feed.xml", RSS)
-    feed_server.redirect("/a", "/b", status=301)
-    feed_server.redirect("/b", feed_server.url("/c"), status=307)
-    feed_server.route("/c", b"", content_type=None, status=302, headers={"Location": "feed.xml"})
-    result = await fetch(client, feed_server.url("/a"), etag='"x"')
-    assert result.content == RSS
-    assert result.url == final
-    assert [r.path for r in feed_server.requests] == ["/a", "/b", "/c", "/feed.xml"]
-    assert all(r.header("If-None-Match") == '"x"' for r in feed_server.requests)
-
-
-@pytest.mark.parametrize(("hops", "ok"), [(5, True), (6, False)])
-async def test_at_most_max_redirects(
-    client: httpx.AsyncClient, feed_server: FeedServer, hops: int, ok: bool
-) -> None:
-    feed_server.route("/r0", RSS)
-    for i in range(1, hops + 1):
-        feed_server.redirect(f"/r{i}", f"/r{i - 1}")
-    start = feed_server.url(f"/r{hops}")
-    if ok:
-        assert (await fetch(client, start)).content == RSS
-    else:
-        with pytest.raises(FetchError, match=r"too many redirects \(more than 5\)"):
-            await fetch(client, start)
-        assert len(feed_server.requests) == 6
-
-
-async def test_max_redirects_zero_refuses_any_redirect(
-    client: httpx.AsyncClient, feed_server: FeedServer
-) -> None:
-    feed_server.route("/feed.xml", RSS)
-    url = feed_server.redirect("/old", "/feed.xml")
-    with pytest.raises(FetchError, match="too many redirects"):
-        await fetch(client, url, max_redirects=0)
-
-
-async def test_redirect_loop(client: httpx.AsyncClient, feed_server: FeedServer) -> None:
-    feed_server.redirect("/a", "/b")
-    feed_server.redirect("/b", "/a")
-    with pytest.raises(FetchError, match="redirect loop") as info:
-        await fetch(client, feed_server.url("/a"))
-    assert len(feed_server.requests) == 2
-    assert str(info.value).startswith(f"cannot fetch {feed_server.url('/a')}: ")
-
-
-@pytest.mark.parametrize("target", ["file:///etc/passwd", "ftp://example.com/feed.xml"])
-async def test_redirect_to_another_scheme_is_refused(
-    client: httpx.AsyncClient, feed_server: FeedServer, target: str
-) -> None:
-    url = feed_server.redirect("/feed.xml", target)
-    with pytest.raises(FetchError, match="unsupported URL scheme"):
-        await fetch(client, url)
-
-
-async def test_redirect_without_location(
-    client: httpx.AsyncClient, feed_server: FeedServer
-) -> None:
-    url = feed_server.route("/feed.xml", b"", status=302)
-    with pytest.raises(FetchError, match="redirect without Location"):
-        await fetch(client, url)
-
-
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 async def test_private_address_refused(
     client: httpx.AsyncClient, feed_server: FeedServer, host: str
@@ -328,69 +207,6 @@ async def test_dripping_server_hits_the_total_timeout(
     url = feed_server.drip("/feed.xml", RSS, every=0.05)
     with pytest.raises(FetchError, match=r"timed out after 0\.5 s in total"):
         await fetch(client, url, total_timeout=0.5)
-
-
-@pytest.mark.parametrize(
-    ("status", "message"),
-    [(404, "HTTP 404 Not Found"), (500, "HTTP 500 Internal Server Error"), (410, "HTTP 410")],
-)
-async def test_http_errors(
-    client: httpx.AsyncClient, feed_server: FeedServer, status: int, message: str
-) -> None:
-    url = feed_server.route("/feed.xml", b"nope", status=status)
-    with pytest.raises(FetchError, match=message) as info:
-        await fetch(client, url)
-    assert isinstance(info.value, FeedHTTPError)
-    assert not isinstance(info.value, FeedUnavailable)
-    assert info.value.status == status
-    assert info.value.url == url
-
-
-async def test_http_errors_are_digest_errors_with_one_line(
-    client: httpx.AsyncClient, feed_server: FeedServer
-) -> None:
-    # The error tree lives in digests.errors; digests.fetch re-exports the same classes.
-    assert (FeedHTTPError, FeedUnavailable) == (errors.FeedHTTPError, errors.FeedUnavailable)
-    url = feed_server.route("/feed.xml", b"", status=429, headers={"Retry-After": "7"})
-    with pytest.raises(errors.DigestError) as info:
-        await fetch(client, url)
-    assert isinstance(info.value, errors.FeedUnavailable)
-    assert (
-        info.value.format_message()
-        == f"cannot fetch {url}: HTTP 429 Too Many Requests (retry after 7 s)"
-    )
-
-
-async def test_missing_route_is_404(client: httpx.AsyncClient, feed_server: FeedServer) -> None:
-    with pytest.raises(FetchError, match="HTTP 404"):
-        await fetch(client, feed_server.url("/nothing-here.xml"))
-
-
-async def test_429_retry_after_seconds(client: httpx.AsyncClient, feed_server: FeedServer) -> None:
-    url = feed_server.route("/feed.xml", b"", status=429, headers={"Retry-After": "120"})
-    with pytest.raises(FeedUnavailable) as info:
-        await fetch(client, url)
-    assert info.value.retry_after == 120.0
-    assert info.value.status == 429
-    assert "HTTP 429" in str(info.value)
-
-
-async def test_503_retry_after_http_date(
-    client: httpx.AsyncClient, feed_server: FeedServer
-) -> None:
-    when = formatdate(time.time() + 3600, usegmt=True)
-    url = feed_server.route("/feed.xml", b"", status=503, headers={"Retry-After": when})
-    with pytest.raises(FeedUnavailable) as info:
-        await fetch(client, url)
-    assert info.value.retry_after is not None
-    assert 3500 <= info.value.retry_after <= 3600
-
-
-async def test_503_without_retry_after(client: httpx.AsyncClient, feed_server: FeedServer) -> None:
-    url = feed_server.route("/feed.xml", b"", status=503)
-    with pytest.raises(FeedUnavailable) as info:
-        await fetch(client, url)
-    assert info.value.retry_after is None
 
 
 async def test_connection_refused(client: httpx.AsyncClient) -> None:

@@ -4,10 +4,14 @@
                                                     [--database-url postgresql+psycopg://…]
                                                     [--no-cache] [--rounds 3]
 
-Each server runs in its own process (uvicorn, same settings) so the aiohttp load generator
-does not share a GIL with it. The app's store (SQLite in a temp dir by default) is seeded
-from the test feed served on loopback; the bare endpoint returns the exact JSON the app
-answered. Prints p50/p95/p99 latency and throughput per concurrency, and app/bare ratios.
+Each server runs in its own process (uvicorn, same settings, the same ``serve()`` and
+``listen()`` socket, so both get TCP_NODELAY) so the aiohttp load generator does not share a
+GIL with it; the client keeps its connections alive, as a proxy in front of ``serve`` does.
+The app's store (SQLite in a temp dir by default) is seeded from the test feed served on
+loopback; the bare endpoint returns the exact JSON the app answered. Prints p50/p95/p99
+latency and throughput per concurrency, and app/bare ratios; then, on one kept-alive
+connection, GET /healthz of the app, the bare endpoint, and the bare endpoint served from a
+socket without TCP_NODELAY (what ``listen()`` made before): the ~40 ms delayed-ACK stall.
 """
 
 from __future__ import annotations
@@ -54,7 +58,9 @@ def _serve_app(port: int, database_url: str, api_url: str, cache_ttl: float) -> 
     asyncio.run(serve(settings, build_asgi(app, store), host="127.0.0.1", port=port))
 
 
-def _serve_bare(port: int, body_path: str) -> None:
+def _serve_bare(port: int, body_path: str, nagle: bool = False) -> None:
+    import socket
+
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
@@ -78,7 +84,13 @@ def _serve_bare(port: int, body_path: str) -> None:
             Route("/healthz", healthz, methods=["GET"]),
         ]
     )
-    asyncio.run(serve(Settings(), bare, host="127.0.0.1", port=port))
+    sock = None
+    if nagle:
+        # The old listen(): protocol 0, so asyncio never sets TCP_NODELAY on connections.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+    asyncio.run(serve(Settings(), bare, host="127.0.0.1", port=port, sock=sock))
 
 
 # -- the load generator -------------------------------------------------------------------
@@ -224,6 +236,29 @@ def _report(results: list[Result]) -> None:
         print(f"  c={c:<3} {ratios}  throughput ×{share:.2f}  CPU/request ×{cpu:.2f}")
 
 
+async def _keepalive_get(url: str, total: int) -> list[float]:
+    """Sequential GETs on one kept-alive connection; latencies in ms."""
+    latencies: list[float] = []
+    connector = aiohttp.TCPConnector(limit=1, force_close=False)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        for n in range(total + 20):
+            start = time.perf_counter()
+            async with session.get(url) as response:
+                await response.read()
+            if n >= 20:  # the first few open the connection and warm up
+                latencies.append((time.perf_counter() - start) * 1000)
+    return latencies
+
+
+def _nagle_report(ports: dict[str, int], total: int) -> None:
+    print(f"\nkept-alive GET /healthz, one connection, {total} sequential requests")
+    print(f"{'server':<22} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
+    for name, port in ports.items():
+        data = sorted(asyncio.run(_keepalive_get(f"http://127.0.0.1:{port}/healthz", total)))
+        pct = [data[min(len(data) - 1, round(p / 100 * len(data)))] for p in (50, 95, 99)]
+        print(f"{name:<22} {pct[0]:>8.2f} {pct[1]:>8.2f} {pct[2]:>8.2f}")
+
+
 @contextlib.contextmanager
 def _database(url: str | None, tmp: str) -> Iterator[str]:
     """SQLite in ``tmp``, or a scratch schema of the PostgreSQL ``url``, dropped afterwards."""
@@ -253,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         if kind == "app":
             _serve_app(int(port), rest[0], rest[1], float(rest[2]))
         else:
-            _serve_bare(int(port), rest[0])
+            _serve_bare(int(port), rest[0], nagle=kind == "nagle")
         return 0
 
     from bot.commands.cache import DEFAULT_TTL
@@ -303,6 +338,14 @@ def main(argv: list[str] | None = None) -> int:
                             result = asyncio.run(_measure(name, pid, url, body, args.requests, c))
                             results.append(result)
                 _report(results)
+                nagle_port = _free_port()
+                nagle_proc = _start(["nagle", str(nagle_port), str(body_file)], nagle_port)
+                try:
+                    ports = {"app": app_port, "bare": bare_port, "bare, no TCP_NODELAY": nagle_port}
+                    _nagle_report(ports, 200)
+                finally:
+                    nagle_proc.terminate()
+                    nagle_proc.wait(10)
                 print(f"\nload average after: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
             finally:
                 bare_proc.terminate()
