@@ -9,7 +9,7 @@ from __future__ import annotations
 import email.utils
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from urllib.parse import unquote, urlsplit
 
@@ -434,28 +434,7 @@ def _pull_requests(
     if len(lower) != len(text):
         # A few characters lower-case to two; keep offsets valid by scanning the original.
         lower = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-    found: list[tuple[int, int, str]] = []  # (position, number, url or "")
-    append = found.append
-    if "pr" in lower or "pull" in lower:
-        slashes = "/" in text
-        for m in _PR_HEAD.finditer(lower):
-            append((m.start(3), int(m.group(3)), ""))
-            # A plural head starts a list; any head may start a "#1/#2" one.
-            plural = m.group(1) or m.group(2)
-            if plural or slashes:
-                rest = (_PR_LIST if plural else _PR_SLASHES).match(text, m.end())
-                if rest is not None and rest.end() > m.end():
-                    for more in _LIST_NUMBER.finditer(text, m.end(), rest.end()):
-                        if len(found) >= MAX_PULL_REQUESTS:
-                            break
-                        append((more.start(), int(more.group()), ""))
-    if "github.com/" in lower:
-        for m in _PR_LINK.finditer(lower):
-            if m.start() and (lower[m.start() - 1].isalnum() or lower[m.start() - 1] == "-"):
-                continue  # "notgithub.com/…" is another host
-            owner, name = text[m.start(1) : m.end(1)], text[m.start(2) : m.end(2)]
-            url = f"https://github.com/{owner}/{name}/pull/{m.group(3)}"
-            append((m.start(), int(m.group(3)), url))
+    found = _mentions(text, lower, MAX_PULL_REQUESTS)
     if not found:
         return []
     if len(found) > 1:
@@ -489,6 +468,54 @@ def _pull_requests(
         if len(refs) >= MAX_PULL_REQUESTS:
             break
     return refs
+
+
+def _mentions(text: str, lower: str, cap: int | None) -> list[tuple[int, int, str]]:
+    """Each PR mention: (position, number, url or "" for a bare number), unsorted; a list
+    stops growing at ``cap`` (None: never)."""
+    found: list[tuple[int, int, str]] = []  # (position, number, url or "")
+    append = found.append
+    if "pr" in lower or "pull" in lower:
+        slashes = "/" in text
+        for m in _PR_HEAD.finditer(lower):
+            append((m.start(3), int(m.group(3)), ""))
+            # A plural head starts a list; any head may start a "#1/#2" one.
+            plural = m.group(1) or m.group(2)
+            if plural or slashes:
+                rest = (_PR_LIST if plural else _PR_SLASHES).match(text, m.end())
+                if rest is not None and rest.end() > m.end():
+                    for more in _LIST_NUMBER.finditer(text, m.end(), rest.end()):
+                        if cap is not None and len(found) >= cap:
+                            break
+                        append((more.start(), int(more.group()), ""))
+    if "github.com/" in lower:
+        for m in _PR_LINK.finditer(lower):
+            if m.start() and (lower[m.start() - 1].isalnum() or lower[m.start() - 1] == "-"):
+                continue  # "notgithub.com/…" is another host
+            owner, name = text[m.start(1) : m.end(1)], text[m.start(2) : m.end(2)]
+            url = f"https://github.com/{owner}/{name}/pull/{m.group(3)}"
+            append((m.start(), int(m.group(3)), url))
+    return found
+
+
+def named_count(text: str, repo: str) -> int:
+    """How many distinct PRs ``text`` names, past the cap on what an episode keeps (so a
+    thread can say "the first 200 of 250")."""
+    if not text:
+        return 0
+    lower = text.lower()
+    if len(lower) != len(text):
+        lower = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    base = f"https://github.com/{repo}/pull/"
+    return len({url or base + str(number) for _, number, url in _mentions(text, lower, None)})
+
+
+def _named(found: Sequence[PullRequestRef], text: str, repo: str) -> int:
+    """``named_count`` when it is more than ``found`` (only at the cap can it be); else 0."""
+    if len(found) < MAX_PULL_REQUESTS:
+        return 0
+    count = named_count(text, repo)
+    return count if count > len(found) else 0
 
 
 def _paragraph_sentence_starts(text: str, first: int, last: int) -> list[int]:
@@ -600,6 +627,9 @@ def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
                     "url": entry.link or None,
                     "audio_url": entry.audio_url or None,
                     "pull_requests": tuple(found),
+                    "pull_requests_named": _named(
+                        found, description + "\n\n" + text if text else description, repo
+                    ),
                     "nearby": nearby(entry.nearby) if entry.nearby else (),
                     "transcript": text,
                     "transcript_links": entry.transcripts,
@@ -628,6 +658,12 @@ def with_transcript(episode: Episode, full_text: str, repo: str) -> Episode:
     rest = "\n\n".join(part for part in (episode.summary, episode.transcript) if part)
     found += [ref for ref in _pull_requests(rest, repo) if ref.number not in named]
     summary_text = episode.summary or lead(text)
+    count = _named(found, text + "\n\n" + rest if rest else text, repo)
     return episode.model_copy(
-        update={"transcript": text, "pull_requests": tuple(found), "summary": summary_text}
+        update={
+            "transcript": text,
+            "pull_requests": tuple(found),
+            "summary": summary_text,
+            "pull_requests_named": count,
+        }
     )

@@ -86,6 +86,9 @@ class Episode(_Frozen):
     pr_info: tuple[PrInfo, ...] = Field(default=(), exclude=True, repr=False)
     transcript_links: tuple[TranscriptLink, ...] = ()
     chapters_url: str | None = None
+    # How many PRs the text names when that is more than ``pull_requests`` keeps (its cap),
+    # so the thread says "first 200 of 250"; 0: all are there. Neither JSON nor hash.
+    pull_requests_named: int = Field(default=0, exclude=True, repr=False)
 
     @field_validator("published_at")
     @classmethod

@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from bot.ingest import extract_episodes, parse_feed
 from digests.models import Episode, PrInfo, PullRequestRef
 from digests.render import Message, Renderer
+from digests.store import Store
+
+REPO = "pytorch/pytorch"
 
 
 def episode(prs: int) -> Episode:
@@ -92,3 +96,33 @@ def test_prs_of_one_sentence_quote_it_once_in_the_thread() -> None:
     details = e.model_copy(update={"pr_info": tuple(PrInfo(n, f"T{n}") for n in range(100, 112))})
     text = texts(Renderer().key_prs(details))
     assert text.count(sentence) == 1 and "*T111*" in text
+
+
+def many_prs_feed(count: int) -> bytes:
+    numbers = ", ".join(str(200_000 + n) for n in range(count))
+    return (
+        '<?xml version="1.0"?><rss version="2.0"><channel><title>PyTorch</title>'
+        "<item><title>PyTorch: The Big Merge</title><guid>big</guid>"
+        "<pubDate>Mon, 05 Oct 2026 13:00:00 GMT</pubDate>"
+        f"<description>A long week. PRs {numbers} all land at once.</description>"
+        "</item></channel></rss>"
+    ).encode()
+
+
+def test_a_thread_of_an_episode_naming_more_prs_than_kept_says_first_of_how_many(
+    store: Store,
+) -> None:
+    (big,) = extract_episodes(parse_feed(many_prs_feed(250), "feed.xml"), "PyTorch", REPO)
+    assert len(big.pull_requests) == 200 and big.pull_requests_named == 250
+    store.ensure_show("PyTorch", "feed.xml", REPO)
+    store.upsert_episodes([big], datetime(2026, 10, 5, 14, tzinfo=UTC))
+    stored = store.episode("PyTorch", "big")
+    assert stored is not None and stored.pull_requests_named == 250
+    for e in (big, stored):
+        replies = Renderer(max_prs=8).thread_reply(e)
+        assert heading(replies[0]) == "*More PRs* (9–200: the first 200 of 250)"
+        assert heading(Renderer().key_prs(e)[0]) == "*The first 200 of 250 PRs in this episode*"
+    # All of them kept: counted as before, and nothing extra to store.
+    (all_kept,) = extract_episodes(parse_feed(many_prs_feed(200), "feed.xml"), "PyTorch", REPO)
+    assert all_kept.pull_requests_named == 0
+    assert heading(Renderer(max_prs=8).thread_reply(all_kept)[0]) == "*More PRs* (9–200 of 200)"

@@ -40,6 +40,7 @@ EPISODE_COLUMNS = (
     episodes.c.url,
     episodes.c.audio_url,
     episodes.c.nearby,
+    episodes.c.pull_requests_named,
 )
 EPISODES_JOIN = episodes.join(shows, episodes.c.show_id == shows.c.id)
 NEWEST = (episodes.c.published_at.desc(), episodes.c.id.desc())
@@ -54,6 +55,7 @@ _UPDATED_COLUMNS = (
     "url",
     "audio_url",
     "nearby",
+    "pull_requests_named",
     "content_hash",
     "updated_at",
 )
@@ -105,6 +107,7 @@ def hydrate(conn: sa.Connection, rows: Sequence[Any]) -> list[Episode]:
             audio_url=row.audio_url,
             pull_requests=tuple(prs.get(row.id, ())),
             nearby=tuple(row.nearby or ()),
+            pull_requests_named=row.pull_requests_named or 0,
         )
         for row in rows
     ]
@@ -151,6 +154,7 @@ def _values(write: EpisodeWrite, now: datetime) -> dict[str, Any]:
         "url": clean_opt(episode.url),
         "audio_url": clean_opt(episode.audio_url),
         "nearby": [clean(title) for title in episode.nearby],
+        "pull_requests_named": episode.pull_requests_named,
         "content_hash": write.content_hash,
         "updated_at": now,
     }

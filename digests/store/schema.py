@@ -105,6 +105,8 @@ episodes = sa.Table(
     sa.Column("url", sa.Text),
     sa.Column("audio_url", sa.Text),
     sa.Column("nearby", sa.JSON, nullable=False),
+    # PRs the text names when more than the episode_prs kept (0: all are there).
+    sa.Column("pull_requests_named", sa.Integer, nullable=False, server_default="0"),
     sa.Column("content_hash", sa.String(64), nullable=False),
     sa.Column("first_seen_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
