@@ -27,6 +27,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    # Not a batch (table copy) on SQLite: that would lose the expression indexes of 0008, which
-    # its own downgrade then drops. SQLite 3.35+ drops a column in place.
+    # Not a batch (table copy) on SQLite: that would lose the expression indexes of 0008,
+    # which their own downgrade then drops. SQLite 3.35+ drops a column in place.
     op.drop_column("episodes", "pull_requests_named")
