@@ -328,3 +328,32 @@ def test_the_oauth_manifest_has_the_redirect_the_leaving_events_and_rotation() -
     assert {"app_uninstalled", "tokens_revoked"} <= events
     assert manifest["settings"]["token_rotation_enabled"] is True
     assert manifest["settings"]["socket_mode_enabled"] is False
+
+
+def test_a_team_that_installs_after_being_skipped_is_served_by_the_same_deliverer(
+    served: Served,
+) -> None:
+    store = served.store
+    store.ensure_show("PyTorch", "https://episodes.example.test/feed.xml", "pytorch/pytorch")
+    store.subscribe(T1, C1, "PyTorch", source="config")
+
+    async def run() -> tuple[Any, Any]:
+        outbox = team_outbox(served.settings, store)
+        deliverer = Deliverer(store, outbox, per_channel_interval=0, backoff=0)
+        try:
+            before = await deliverer.deliver([_item(T1, C1, "k1")])
+            await asyncio.to_thread(served.install, T1)
+            store.subscribe(T1, C1, "PyTorch", source="config")  # un-pauses it
+            outbox.tokens.max_age = 0  # the clock re-reads installations (a minute, live)
+            after = await deliverer.deliver([_item(T1, C1, "k1")])
+            return before, after
+        finally:
+            await deliverer.aclose()
+            await outbox.close()
+
+    before, after = asyncio.run(run())
+    assert before.stopped_teams == {T1: NOT_INSTALLED} and not before.posted
+    assert len(after.posted) == 1, after
+    assert [c.token for c in served.fake.calls_to("chat.postMessage")] == served.fake.team_tokens(
+        T1
+    )

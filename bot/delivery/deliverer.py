@@ -24,7 +24,7 @@ from bot.delivery.paced import Meter, PacedOutbox, Policy
 from bot.delivery.pausing import Pauser
 from bot.delivery.protocol import Done, ExactlyOnce, Outcome
 from bot.outbox import Outbox, PostFailure
-from bot.tokens import CURRENT_TEAM
+from bot.tokens import CURRENT_TEAM, NOT_INSTALLED
 from digests.decide import ledger_step
 from digests.errors import StoreError
 from digests.store import Store
@@ -215,7 +215,10 @@ class Deliverer:
     async def _halt(self, item: Delivery, exc: PostFailure, report: DeliveryReport) -> None:
         """A channel or workspace error: stop the workspace, or pause the channel."""
         if exc.category == "auth":
-            self.stopped_teams.setdefault(item.team_id, exc.error)
+            # A team with no installation (its subscriptions paused) may install again:
+            # the next batch asks its outbox afresh instead of holding it until a restart.
+            if exc.error != NOT_INSTALLED:
+                self.stopped_teams.setdefault(item.team_id, exc.error)
             report.stopped_teams.setdefault(item.team_id, exc.error)
             log.error("Slack refused the token for team %s (%s): stopping", item.team_id, exc.error)
             return
