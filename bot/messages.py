@@ -29,6 +29,10 @@ USAGE: dict[str, str] = {
     "unsubscribe": f"`{COMMAND} unsubscribe [show]` — stop posting them here",
     "list": f"`{COMMAND} list` — this channel's subscriptions",
     "status": f"`{COMMAND} status` — each show's last poll, last error and next poll",
+    "pause": f"`{COMMAND} pause [show] [for 3d | until mon | until 2026-12-24]` — stop posting "
+    "here for a while (until resumed, with neither); what arrives meanwhile is not posted later",
+    "resume": f"`{COMMAND} resume [show] [--catch-up]` — end a pause; --catch-up also posts the "
+    "newest of what arrived meanwhile (at most 10)",
     "preview": f"`{COMMAND} preview [show] [filter…]` — which of the last 20 episodes a filter "
     'would post and why (words, "phrases", +required, -excluded); changes nothing',
     "help": f"`{COMMAND} help` — this message",
@@ -50,6 +54,7 @@ HELP_EXAMPLES = (
     f"`{COMMAND} week 2026-W41`",
     f"`{COMMAND} subscribe PyTorch fsdp dtensor`",
     f'`{COMMAND} preview PyTorch inductor "flex attention" -rocm`',
+    f"`{COMMAND} pause for 3d`",
 )
 USAGE_LABEL = "Usage: {usage}"
 EXAMPLES_LABEL = "Examples: {examples}"
@@ -251,3 +256,38 @@ PREVIEW_SKIP_REQUIRED = (
 PREVIEW_SKIP_NONE = ":no_entry_sign: {day} {headline} — skipped: mentions none of {terms}"
 PREVIEW_FOOTER = "Nothing changed. To get these here: `{command} subscribe {args}`"
 PREVIEW_HINT = "Which recent episodes this lets through: `{command} preview {args}`"
+
+# -- pause / resume (issue 14) -----------------------------------------------------------
+
+PAUSE_NEED_WHEN = "Pause {word} what? Write it like `for 3d`, `until mon` or `until 2026-12-24`."
+PAUSE_NOT_A_DURATION = "`{value}` is not a length of time; write it like 12h, 3d or 2w."
+PAUSE_ZERO = "A pause of `{value}` is no pause; give at least 1h."
+PAUSE_TOO_LONG = "Pauses last at most {limit} days; `{value}` is longer."
+PAUSE_UNTIL_PAST = "{day} is not in the future; write a later day, with its year."
+PAUSE_SHOW = "There is no show called `{name}`. Shows: {shows}."
+RESUME_EXTRA = "Unexpected `{value}`; `resume` takes a show and `--catch-up`."
+PAUSE_NOT_SUBSCRIBED = "This channel is not subscribed to {what}, so there is nothing to pause."
+PAUSED_UNTIL = (
+    "Paused {shows} here until {until}: episodes that arrive meanwhile are not posted, "
+    "then or later."
+)
+PAUSED_OPEN = (
+    "Paused {shows} here until you resume: episodes that arrive meanwhile are not posted, "
+    "then or later."
+)
+PAUSED_HOW_TO_RESUME = (
+    "`{command} resume{args}` ends it early; add `--catch-up` for the newest {limit} of them."
+)
+RESUME_NOT_PAUSED = "{what} was not paused here."
+RESUME_NOTHING_PAUSED = "Nothing is paused in this channel."
+RESUMED = "Resumed {shows}: new episodes are posted here again."
+RESUMED_MISSED = (
+    "{count} that arrived while paused stay unposted (`{command} resume --catch-up` would "
+    "have posted up to {limit})."
+)
+RESUMED_NONE_MISSED = "Nothing matching arrived while paused."
+RESUMED_CATCH_UP = (
+    "The newest {posted} of the {count} that arrived while paused are posted shortly."
+)
+LIST_HELD_UNTIL = " — :double_vertical_bar: paused until {until}"
+LIST_HELD_OPEN = " — :double_vertical_bar: paused until resumed"

@@ -176,7 +176,7 @@ def _due_for(
                 fresh = episode.guid in poll.newest or _after_subscription(
                     episode, sub, poll.first_seen.get(episode.guid), poll.archive_seen_at
                 )
-            if not (fresh and matches(episode, sub.keywords)):
+            if not (fresh and matches(episode, sub.keywords)) or held_back(sub, episode, poll):
                 continue
             new_keys.append(key)
         if action is not None:
@@ -295,3 +295,10 @@ def ledger_step(
     if entry.state in UNFINISHED:
         return RowStep.POST
     return RowStep.NOTHING
+
+
+def held_back(sub: Subscription, episode: Episode, poll: _Candidates) -> bool:
+    """Whether ``episode`` reached the show while ``sub`` was paused by a user: such an
+    episode is never posted there unless asked for (``resume --catch-up`` gives it a
+    ledger row), however long ago the pause ended."""
+    return sub.holds(poll.arrival(episode))

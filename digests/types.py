@@ -94,10 +94,27 @@ class Subscription:
     created_by: str | None = None  # Slack user id; None for the config file's
     # A config-file subscription a user unsubscribed (kept so restarts do not revive it).
     unsubscribed_at: datetime | None = field(default=None, compare=False)
+    # A pause people asked for (`/episodes pause`), apart from Slack's: episodes that arrive
+    # in [held_at, held_until) are not posted; held_until None while it lasts until resumed.
+    # Kept after it ends, so what arrived meanwhile stays unposted.
+    held_at: datetime | None = field(default=None, compare=False)
+    held_until: datetime | None = field(default=None, compare=False)
 
     @property
     def paused(self) -> bool:
         return self.paused_reason is not None
+
+    def held(self, now: datetime) -> bool:
+        """Whether a user pause is on at ``now``."""
+        return self.holds(now)
+
+    def holds(self, arrival: datetime) -> bool:
+        """Whether an episode that reached the bot at ``arrival`` fell in the user pause."""
+        return (
+            self.held_at is not None
+            and self.held_at <= arrival
+            and (self.held_until is None or arrival < self.held_until)
+        )
 
     @property
     def unsubscribed(self) -> bool:

@@ -85,6 +85,9 @@ STORE_CALLS: dict[str, StoreCall] = {
     "unsubscribe": lambda s: s.unsubscribe("T1", "C1"),
     "subscriptions": lambda s: s.subscriptions(),
     "pause_subscriptions": lambda s: s.pause_subscriptions("T1", "C1", "is_archived", NOW),
+    "hold": lambda s: s.hold("T1", "C1", "PyTorch", NOW),
+    "release": lambda s: s.release("T1", "C1", None, NOW),
+    "arrived_between": lambda s: s.arrived_between("PyTorch", NOW, NOW, 10),
 }
 # Not database work: building and closing the store, and the health check, whose answer
 # to a failing database is False (asserted below).

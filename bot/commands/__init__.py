@@ -17,9 +17,11 @@ from bot.commands.parse import (
     NearbyPr,
     NearbyTitle,
     NearbyUrl,
+    Pause,
     Pr,
     Preview,
     Recent,
+    Resume,
     Search,
     Status,
     Subscribe,
@@ -79,6 +81,10 @@ def run_command(command: Command, deps: Deps, invocation: Invocation) -> Message
             return help_reply(command.unknown)
         case Preview():
             return control.preview(command, deps)
+        case Pause():
+            return control.pause(command, deps, invocation)
+        case Resume():
+            return control.resume(command, deps, invocation)
     raise AssertionError(f"unhandled command {command!r}")
 
 

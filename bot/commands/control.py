@@ -1,26 +1,38 @@
-"""Channel-control subcommands (issue 14): ``preview`` so far.
+"""Channel-control subcommands (issue 14): preview, pause, resume.
 
 ``preview`` runs a filter over a show's newest episodes exactly as delivery does
 (``digests.filters`` over headline, summary, transcript and PR titles and areas) and says,
 per episode, which term decided; it reads the store and changes nothing.
+
+``pause`` holds a channel's subscriptions for a while (``digests.store.holds``): what
+arrives meanwhile is never posted there, unless ``resume --catch-up`` gives the newest of
+it pending ledger rows, which the next poll (or the recovery sweep) delivers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import UTC, datetime, time
+
 from bot import messages as msg
-from bot.commands.base import Deps
+from bot.commands.base import Deps, Invocation
 from bot.commands.dates import show_day
-from bot.commands.model import Preview, Subscribe
+from bot.commands.model import Pause, Preview, Resume, Subscribe
 from bot.commands.replies import context, message, nothing, section
+from digests.decide import CATCH_UP, episode_key, matches
 from digests.filters import Check, Filter, Verdict
 from digests.models import Episode
 from digests.render import escape
 from digests.render.limits import Block, Message
+from digests.store.ledger import Ledger, NewRow
+from digests.types import Subscription
 
 PREVIEW_EPISODES = 20
 # Lines per section: twenty episode lines in one would pass Slack's 3,000 characters.
 LINES_PER_SECTION = 5
 HEADLINE_CHARS = 90
+# How far back `resume` looks at what arrived while paused, to count it.
+MISSED_SCAN = 200
 
 
 def pr_text(episode: Episode) -> list[str]:
@@ -78,3 +90,94 @@ def with_preview_hint(reply: Message, command: Subscribe) -> Message:
     args = escape.mrkdwn(msg.subscribe_args(command.show, command.keywords))
     hint = context(msg.PREVIEW_HINT.format(command=msg.COMMAND, args=args))
     return Message(text=reply["text"], blocks=[*reply["blocks"], hint])
+
+
+# -- pause / resume ------------------------------------------------------------------------
+
+
+def until_text(when: datetime, deps: Deps) -> str:
+    """``Mon 7 Dec 2026 00:00 UTC``: a pause's end in the team's timezone."""
+    local = when.astimezone(deps.settings.tz)
+    return f"{local:%a} {show_day(local.date())} {local:%H:%M} {deps.settings.timezone}"
+
+
+def hold_note(sub: Subscription, deps: Deps) -> str:
+    """The " — paused until …" of list, status and App Home; empty when no user pause is on."""
+    if not sub.held(deps.now()):
+        return ""
+    if sub.held_until is None:
+        return msg.LIST_HELD_OPEN
+    return msg.LIST_HELD_UNTIL.format(until=until_text(sub.held_until, deps))
+
+
+def _names(subs: Sequence[Subscription]) -> str:
+    return ", ".join(f"*{escape.mrkdwn(s.show)}*" for s in subs)
+
+
+def _reply(text: str, *more: str) -> Message:
+    return message(text, [section(text), *(context(m) for m in more)])
+
+
+def _what(show: str | None) -> str:
+    return f"*{escape.mrkdwn(show)}*" if show else msg.ANY_SHOW
+
+
+def pause(command: Pause, deps: Deps, invocation: Invocation) -> Message:
+    now = deps.now()
+    until: datetime | None = None
+    if command.duration is not None:
+        until = now + command.duration
+    elif command.until is not None:
+        until = datetime.combine(command.until, time(0), tzinfo=deps.settings.tz).astimezone(UTC)
+    held = deps.store.hold(invocation.team_id, invocation.channel_id, command.show, now, until)
+    if not held:
+        return nothing(msg.PAUSE_NOT_SUBSCRIBED.format(what=_what(command.show)))
+    names = _names(held)
+    text = (
+        msg.PAUSED_UNTIL.format(shows=names, until=until_text(until, deps))
+        if until is not None
+        else msg.PAUSED_OPEN.format(shows=names)
+    )
+    args = f" {escape.mrkdwn(msg.command_arg(command.show))}" if command.show else ""
+    how = msg.PAUSED_HOW_TO_RESUME.format(command=msg.COMMAND, args=args, limit=CATCH_UP)
+    return _reply(text, how)
+
+
+def missed(sub: Subscription, deps: Deps, now: datetime) -> list[Episode]:
+    """What reached ``sub``'s show during its pause and its filter wants, newest first."""
+    if sub.held_at is None:
+        return []
+    arrived = deps.store.arrived_between(sub.show, sub.held_at, now, MISSED_SCAN)
+    return [e for e in arrived if matches(e, sub.keywords)]
+
+
+def catch_up(subs: Sequence[Subscription], wanted: dict[str, list[Episode]], deps: Deps) -> int:
+    """Pending ledger rows for the newest ``CATCH_UP`` of each show's missed episodes: the
+    next plan offers a pending row again, so they are posted; the count."""
+    rows = [
+        NewRow(s.team_id, s.channel_id, "episode", episode_key(s.show, e.guid), show=s.show)
+        for s in subs
+        for e in wanted[s.show][:CATCH_UP]
+    ]
+    if rows:
+        ledger = Ledger.for_store(deps.store)
+        ledger.run(lambda conn: ledger.ensure(conn, rows, deps.now()))
+    return len(rows)
+
+
+def resume(command: Resume, deps: Deps, invocation: Invocation) -> Message:
+    now = deps.now()
+    ended = deps.store.release(invocation.team_id, invocation.channel_id, command.show, now)
+    if not ended:
+        if command.show is None:
+            return nothing(msg.RESUME_NOTHING_PAUSED)
+        return nothing(msg.RESUME_NOT_PAUSED.format(what=_what(command.show)))
+    wanted = {s.show: missed(s, deps, now) for s in ended}
+    count = sum(len(found) for found in wanted.values())
+    text = msg.RESUMED.format(shows=_names(ended))
+    if count == 0:
+        return _reply(text, msg.RESUMED_NONE_MISSED)
+    if command.catch_up:
+        posted = catch_up(ended, wanted, deps)
+        return _reply(text, msg.RESUMED_CATCH_UP.format(posted=posted, count=count))
+    return _reply(text, msg.RESUMED_MISSED.format(count=count, command=msg.COMMAND, limit=CATCH_UP))

@@ -1,4 +1,4 @@
-"""Arguments of the channel-control subcommands (issue 14): ``preview`` so far. Pure.
+"""Arguments of the channel-control subcommands (issue 14): preview, pause, resume. Pure.
 
 A filter is read here, not by ``shlex``: an apostrophe ("don't") is part of a word, and the
 curly quotes Slack types stand for straight ones; the terms then go to ``digests.filters``.
@@ -9,16 +9,47 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from datetime import date, timedelta
 
 from bot import messages as msg
-from bot.commands.model import MAX_KEYWORD_LEN, MAX_KEYWORDS, CommandError, Preview, quote_value
+from bot.commands.dates import parse_date, show_day
+from bot.commands.model import (
+    MAX_KEYWORD_LEN,
+    MAX_KEYWORDS,
+    CommandError,
+    Pause,
+    Preview,
+    Resume,
+    quote_value,
+)
 from digests.filters import Filter, FilterSyntaxError
 
 # A term: an optional sign, then a "quoted phrase" or a bare word.
 _TERM_RE = re.compile(r'([+-]?)"([^"]*)"|(\S+)')
 _DOUBLE_QUOTES = str.maketrans({c: '"' for c in "“”„«»"})
 
-CONTROL_WORDS = frozenset({"preview"})
+CONTROL_WORDS = frozenset({"preview", "pause", "resume", "unpause"})
+ControlCommand = Preview | Pause | Resume
+
+MAX_PAUSE_DAYS = 365
+_DURATION_RE = re.compile(r"^(\d{1,6})\s*(h|hrs?|hours?|d|days?|w|wks?|weeks?)$")
+_UNIT_HOURS = {"h": 1, "d": 24, "w": 24 * 7}
+_WEEKDAYS = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("mon", "monday"),
+            ("tue", "tues", "tuesday"),
+            ("wed", "wednesday"),
+            ("thu", "thur", "thurs", "thursday"),
+            ("fri", "friday"),
+            ("sat", "saturday"),
+            ("sun", "sunday"),
+        ]
+    )
+    for name in names
+}
+_CATCH_UP_FLAGS = frozenset({"--catch-up", "--catchup", "catch-up", "—catch-up", "–catch-up"})
 
 
 def _fold(name: str) -> str:
@@ -84,6 +115,80 @@ def parse_preview(args: Sequence[str], shows: Sequence[str]) -> Preview:
     return Preview(show, read_filter(rest, "preview").terms())
 
 
-def parse_control(head: str, args: Sequence[str], shows: Sequence[str]) -> Preview:
+def _show_arg(words: Sequence[str], shows: Sequence[str], subcommand: str) -> str | None:
+    """The one show ``words`` name (None: no words, every show of the channel)."""
+    text = " ".join(words).translate(_DOUBLE_QUOTES)
+    if not text:
+        return None
+    show, rest = split_show(text, shows)
+    if show is None or rest:
+        name = quote_value(text.strip('"'))
+        raise CommandError(msg.PAUSE_SHOW.format(name=name, shows=", ".join(shows)), subcommand)
+    return show
+
+
+def parse_duration(value: str) -> timedelta:
+    """``12h``, ``3d``, ``2w``, ``3 days``: at least an hour, at most ``MAX_PAUSE_DAYS``."""
+    found = _DURATION_RE.match(" ".join(value.casefold().split()))
+    if not found:
+        raise CommandError(msg.PAUSE_NOT_A_DURATION.format(value=quote_value(value)), "pause")
+    count, unit = int(found.group(1)), found.group(2)[0]
+    if count == 0:
+        raise CommandError(msg.PAUSE_ZERO.format(value=quote_value(value)), "pause")
+    hours = count * _UNIT_HOURS[unit]
+    if hours > MAX_PAUSE_DAYS * 24:
+        raise CommandError(
+            msg.PAUSE_TOO_LONG.format(limit=MAX_PAUSE_DAYS, value=quote_value(value)), "pause"
+        )
+    return timedelta(hours=hours)
+
+
+def parse_until(value: str, today: date | None) -> date:
+    """The day a pause ends at the start of: ``tomorrow``, a weekday (the next one), or a
+    date; after ``today`` and at most ``MAX_PAUSE_DAYS`` away."""
+    lowered = " ".join(value.casefold().split())
+    if today is not None and lowered == "tomorrow":
+        return today + timedelta(days=1)
+    if today is not None and lowered in _WEEKDAYS:
+        return today + timedelta(days=(_WEEKDAYS[lowered] - today.weekday() - 1) % 7 + 1)
+    day = parse_date(value, "pause", today)
+    if today is not None and day <= today:
+        raise CommandError(msg.PAUSE_UNTIL_PAST.format(day=show_day(day)), "pause")
+    if today is not None and (day - today).days > MAX_PAUSE_DAYS:
+        limit = msg.PAUSE_TOO_LONG.format(limit=MAX_PAUSE_DAYS, value=quote_value(value))
+        raise CommandError(limit, "pause")
+    return day
+
+
+def parse_pause(args: Sequence[str], shows: Sequence[str], today: date | None) -> Pause:
+    lowered = [a.casefold() for a in args]
+    cut = next((i for i, w in enumerate(lowered) if w in ("for", "until", "till")), len(args))
+    show = _show_arg(args[:cut], shows, "pause")
+    if cut == len(args):
+        return Pause(show)
+    when = " ".join(args[cut + 1 :])
+    if not when:
+        raise CommandError(msg.PAUSE_NEED_WHEN.format(word=lowered[cut]), "pause")
+    if lowered[cut] == "for":
+        return Pause(show, duration=parse_duration(when))
+    return Pause(show, until=parse_until(when, today))
+
+
+def parse_resume(args: Sequence[str], shows: Sequence[str]) -> Resume:
+    flags = [a for a in args if a.casefold() in _CATCH_UP_FLAGS]
+    words = [a for a in args if a.casefold() not in _CATCH_UP_FLAGS]
+    stray = next((w for w in words if w.startswith(("-", "—", "–"))), None)
+    if stray is not None:
+        raise CommandError(msg.RESUME_EXTRA.format(value=quote_value(stray)), "resume")
+    return Resume(_show_arg(words, shows, "resume"), catch_up=bool(flags))
+
+
+def parse_control(
+    head: str, args: Sequence[str], shows: Sequence[str], today: date | None = None
+) -> ControlCommand:
     """The command for a word of ``CONTROL_WORDS``."""
+    if head == "pause":
+        return parse_pause(args, shows, today)
+    if head in ("resume", "unpause"):
+        return parse_resume(args, shows)
     return parse_preview(args, shows)

@@ -7,7 +7,7 @@ the limits the parser enforces.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 
 from bot import messages as msg
 from digests.errors import DigestError
@@ -156,6 +156,23 @@ class Preview:
     terms: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Pause:
+    """A user pause of ``show`` (every show of the channel when None): for ``duration``
+    from now, until the start of ``until`` (a day in the team's timezone), or with neither
+    until resumed."""
+
+    show: str | None = None
+    duration: timedelta | None = None
+    until: date | None = None
+
+
+@dataclass(frozen=True)
+class Resume:
+    show: str | None = None
+    catch_up: bool = False
+
+
 Command = (
     Recent
     | Latest
@@ -172,6 +189,8 @@ Command = (
     | Status
     | Help
     | Preview
+    | Pause
+    | Resume
 )
 
 # Questions about the archive alone: the same answer in every channel (so one cache entry

@@ -37,9 +37,11 @@ from bot.commands.model import (
     NearbyPr,
     NearbyTitle,
     NearbyUrl,
+    Pause,
     Pr,
     Preview,
     Recent,
+    Resume,
     Search,
     Status,
     Subscribe,
@@ -74,8 +76,11 @@ __all__ = [
     "NearbyPr",
     "NearbyTitle",
     "NearbyUrl",
+    "Pause",
     "Pr",
+    "Preview",
     "Recent",
+    "Resume",
     "Search",
     "Status",
     "Subscribe",
@@ -297,7 +302,7 @@ def parse_command(text: str, shows: Sequence[str], today: date | None = None) ->
     if head in ("help", "usage", "?"):
         return Help()
     if head in CONTROL_WORDS:
-        return parse_control(head, args, shows)
+        return parse_control(head, args, shows, today)
     return Help(unknown=_quote(words[0], 30))
 
 

@@ -8,6 +8,7 @@ from datetime import datetime
 
 from bot import messages as msg
 from bot.commands.base import Deps, Invocation
+from bot.commands.control import hold_note
 from bot.commands.parse import ListSubscriptions, Status, Subscribe, Unsubscribe
 from bot.commands.replies import Block, context, divider, message, nothing, section
 from digests.decide import matches
@@ -179,7 +180,7 @@ def subscription_line(sub: Subscription, deps: Deps) -> str:
         filter=wanted,
         recap="" if sub.recap else msg.LIST_NO_RECAP,
         source=msg.LIST_FROM_CONFIG if sub.source == "config" else "",
-        paused=paused,
+        paused=paused + hold_note(sub, deps),
     )
 
 
@@ -218,7 +219,7 @@ def status(command: Status, deps: Deps, invocation: Invocation) -> Message:
         for s in deps.store.subscriptions(
             team_id=invocation.team_id, channel_id=invocation.channel_id
         )
-        if s.paused
+        if s.paused or s.held(deps.now())
     ]
     if paused:
         lines = "\n".join(f"• {subscription_line(s, deps)}" for s in paused[:20])

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from digests.store.database import Database
 from digests.store.episodes import EpisodesMixin
+from digests.store.holds import HoldsMixin
 from digests.store.queries import QueriesMixin
 from digests.store.requests import RequestsMixin
 from digests.store.search import SearchMixin
@@ -25,7 +26,13 @@ __all__ = ["Store"]
 
 
 class Store(
-    ShowsMixin, EpisodesMixin, QueriesMixin, SearchMixin, SubscriptionsMixin, RequestsMixin
+    ShowsMixin,
+    EpisodesMixin,
+    QueriesMixin,
+    SearchMixin,
+    SubscriptionsMixin,
+    RequestsMixin,
+    HoldsMixin,
 ):
     """Shows, episodes, search and subscriptions over one database (see the mixins).
 

@@ -152,6 +152,10 @@ subscriptions = sa.Table(
     # Set on a config-file subscription a user unsubscribed: a tombstone the config sync
     # respects, so the unsubscribe survives restarts.
     sa.Column("unsubscribed_at", UTCDateTime),
+    # A pause a user asked for: what arrives from held_at until held_until (NULL: until
+    # resumed) is not posted (migration 0008).
+    sa.Column("held_at", UTCDateTime),
+    sa.Column("held_until", UTCDateTime),
     sa.UniqueConstraint("team_id", "channel_id", "show"),
     sa.CheckConstraint("source IN ('config', 'slash')", name="source"),
 )

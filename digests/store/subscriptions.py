@@ -30,6 +30,8 @@ def _subscription(row: sa.Row[Any]) -> Subscription:
         created_at=row.created_at,
         created_by=row.created_by,
         unsubscribed_at=row.unsubscribed_at,
+        held_at=row.held_at,
+        held_until=row.held_until,
     )
 
 
