@@ -31,7 +31,7 @@ metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
 # GIN index. Both are created by migration 0001 and kept out of ``metadata`` because each
 # exists on one backend only; they are named here for the queries.
 SQLITE_FTS_TABLE = "episodes_fts"
-# SQLite only: a trigram FTS5 index of headline and title (migration 0011), for title words.
+# SQLite only: a trigram FTS5 index of headline and title (migration 0012), for title words.
 SQLITE_TITLE_TRIGRAMS = "episodes_fts_titles"
 PG_SEARCH_COLUMN = "search_document"
 _FULL_TEXT_NAMES = (SQLITE_FTS_TABLE, PG_SEARCH_COLUMN, "ix_episodes_search_document")
@@ -153,7 +153,7 @@ subscriptions = sa.Table(
     # respects, so the unsubscribe survives restarts.
     sa.Column("unsubscribed_at", UTCDateTime),
     # A pause a user asked for: what arrives from held_at until held_until (NULL: until
-    # resumed) is not posted (migration 0011).
+    # resumed) is not posted (migration 0012).
     sa.Column("held_at", UTCDateTime),
     sa.Column("held_until", UTCDateTime),
     sa.UniqueConstraint("team_id", "channel_id", "show"),
