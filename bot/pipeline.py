@@ -48,6 +48,7 @@ from digests.full_transcripts import transcripts_phase
 from digests.github.client import GitHubClient
 from digests.github.enrich import EnrichReport
 from digests.models import Episode
+from digests.pr_budget import within_poll_budget
 from digests.render import Renderer
 from digests.store import Store
 from digests.store.ledger import Ledger, ShowLock
@@ -133,8 +134,9 @@ async def _db(fn: Callable[[], T]) -> T:
 
 def store_episodes(store: Store, episodes: Sequence[Episode], now: datetime) -> list[UpsertResult]:
     """Phase 4: the feed's episodes stored; each comes back new, changed or unchanged, and
-    an undated one with the date the store gave it."""
-    return store.upsert_episodes(list(episodes), now)
+    an undated one with the date the store gave it. PR references are bounded per poll
+    (digests.pr_budget), whatever each item names."""
+    return store.upsert_episodes(within_poll_budget(episodes), now)
 
 
 def failed_state(

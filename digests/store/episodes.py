@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from digests.models import Episode, PullRequestRef, guid_key
 from digests.store.database import Database, aware, chunks, clean, clean_opt
-from digests.store.schema import episode_prs, episodes, shows
+from digests.store.schema import episode_prs, episode_sentences, episodes, shows
 from digests.store.shows import show_ids
 from digests.types import (
     EpisodeIdentity,
@@ -80,13 +80,30 @@ def in_shows(stmt: sa.Select[Any], names: Sequence[str] | None) -> sa.Select[Any
     return stmt.where(episodes.c.show_id.in_(sa.select(shows.c.id).where(shows.c.name.in_(wanted))))
 
 
+# episode_prs with the sentence each names (stored once per episode, see schema).
+PRS_JOIN = episode_prs.outerjoin(
+    episode_sentences,
+    sa.and_(
+        episode_sentences.c.episode_id == episode_prs.c.episode_id,
+        episode_sentences.c.position == episode_prs.c.sentence,
+    ),
+)
+PR_CONTEXT = sa.func.coalesce(episode_sentences.c.text, episode_prs.c.context)
+
+
 def hydrate(conn: sa.Connection, rows: Sequence[Any]) -> list[Episode]:
     """Rows (with ``EPISODE_COLUMNS``) → Episodes, PRs fetched in one query per chunk."""
     ids = [row.id for row in rows]
     prs: dict[int, list[PullRequestRef]] = {}
     for chunk in chunks(ids):
         for pr in conn.execute(
-            sa.select(episode_prs)
+            sa.select(
+                episode_prs.c.episode_id,
+                episode_prs.c.number,
+                episode_prs.c.url,
+                PR_CONTEXT.label("context"),
+            )
+            .select_from(PRS_JOIN)
             .where(episode_prs.c.episode_id.in_(chunk))
             .order_by(episode_prs.c.episode_id, episode_prs.c.position)
         ):
@@ -161,17 +178,28 @@ def _values(write: EpisodeWrite, now: datetime) -> dict[str, Any]:
 
 
 def _insert_prs(conn: sa.Connection, rows: Sequence[tuple[int, Episode]]) -> None:
-    values = [
-        {
-            "episode_id": episode_id,
-            "position": position,
-            "number": pr.number,
-            "url": clean(pr.url),
-            "context": clean(pr.context),
-        }
-        for episode_id, episode in rows
-        for position, pr in enumerate(episode.pull_requests)
-    ]
+    """PR rows, each sentence once per episode (at the position of its first PR)."""
+    values: list[dict[str, Any]] = []
+    sentences: list[dict[str, Any]] = []
+    for episode_id, episode in rows:
+        first: dict[str, int] = {}
+        for position, pr in enumerate(episode.pull_requests):
+            context = clean(pr.context)
+            sentence = first.setdefault(context, position) if context else None
+            if sentence == position:
+                sentences.append({"episode_id": episode_id, "position": position, "text": context})
+            values.append(
+                {
+                    "episode_id": episode_id,
+                    "position": position,
+                    "number": pr.number,
+                    "url": clean(pr.url),
+                    "context": "",
+                    "sentence": sentence,
+                }
+            )
+    if sentences:
+        conn.execute(sa.insert(episode_sentences), sentences)
     if values:
         conn.execute(sa.insert(episode_prs), values)
 
@@ -207,6 +235,9 @@ def _update(conn: sa.Connection, writes: Sequence[EpisodeWrite], now: datetime) 
     ids = [write.id for write in writes if write.id is not None]
     for chunk in chunks(ids):
         conn.execute(sa.delete(episode_prs).where(episode_prs.c.episode_id.in_(chunk)))
+        conn.execute(
+            sa.delete(episode_sentences).where(episode_sentences.c.episode_id.in_(chunk))
+        )
     _insert_prs(conn, [(write.id, write.episode) for write in writes if write.id is not None])
 
 

@@ -15,6 +15,8 @@ from digests.store.episodes import (
     EPISODES_JOIN,
     NEWEST,
     OLDEST,
+    PR_CONTEXT,
+    PRS_JOIN,
     hydrate,
     in_shows,
     select_episodes,
@@ -288,8 +290,8 @@ class QueriesMixin:
     def by_pr(self, number: int, shows: Sequence[str] | None = None) -> list[PrMention]:
         """Every episode naming PR ``number``, newest first, with the sentence that names it."""
         stmt = (
-            sa.select(*EPISODE_COLUMNS, episode_prs.c.context.label("pr_context"))
-            .select_from(EPISODES_JOIN.join(episode_prs, episode_prs.c.episode_id == episodes.c.id))
+            sa.select(*EPISODE_COLUMNS, PR_CONTEXT.label("pr_context"))
+            .select_from(EPISODES_JOIN.join(PRS_JOIN, episode_prs.c.episode_id == episodes.c.id))
             .where(episode_prs.c.number == number)
             .order_by(*NEWEST, episode_prs.c.position)
         )

@@ -130,8 +130,25 @@ episode_prs = sa.Table(
     sa.Column("position", sa.Integer, primary_key=True),
     sa.Column("number", sa.Integer, nullable=False),
     sa.Column("url", sa.Text, nullable=False),
+    # Empty when ``sentence`` names the episode's sentence (migration 0008 moved them all).
     sa.Column("context", sa.Text, nullable=False, server_default=""),
+    sa.Column("sentence", sa.Integer),
     sa.Index(None, "number"),
+)
+
+# Each sentence naming PRs, once per episode (a sentence naming 470 PRs is one row, not 470
+# copies): episode_prs rows point at theirs by (episode_id, sentence = position).
+episode_sentences = sa.Table(
+    "episode_sentences",
+    metadata,
+    sa.Column(
+        "episode_id",
+        sa.Integer,
+        sa.ForeignKey("episodes.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("position", sa.Integer, primary_key=True),
+    sa.Column("text", sa.Text, nullable=False),
 )
 
 subscriptions = sa.Table(
