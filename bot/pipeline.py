@@ -134,8 +134,7 @@ async def _db(fn: Callable[[], T]) -> T:
 
 def store_episodes(store: Store, episodes: Sequence[Episode], now: datetime) -> list[UpsertResult]:
     """Phase 4: the feed's episodes stored; each comes back new, changed or unchanged, and
-    an undated one with the date the store gave it. PR references are bounded per poll
-    (digests.pr_budget), whatever each item names."""
+    an undated one with the date the store gave it (PR references bounded per poll)."""
     return store.upsert_episodes(within_poll_budget(episodes), now)
 
 
