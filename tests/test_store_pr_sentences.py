@@ -93,7 +93,7 @@ def test_a_sentence_naming_many_prs_is_stored_once(store: Store) -> None:
     assert store.recent(1)[0].pull_requests == changed.pull_requests
 
 
-def test_migration_0012_keeps_every_sentence_both_ways(store: Store) -> None:
+def test_migration_0013_keeps_every_sentence_both_ways(store: Store) -> None:
     store.ensure_show("PyTorch", "https://f.example/feed.xml", "pytorch/pytorch")
     episodes = _episodes(20, 50, other="Another sentence.")
     episodes.append(
@@ -109,11 +109,11 @@ def test_migration_0012_keeps_every_sentence_both_ways(store: Store) -> None:
     )
     store.upsert_episodes(episodes, NOW)
     expected = {e.guid: e.pull_requests for e in store.recent(100)}
-    _alembic(store, "0011", down=True)  # rows as before 0012: one copy per PR
+    _alembic(store, "0012", down=True)  # rows as before 0013: one copy per PR
     before = _measure(store)
     _alembic(store, "head")
     after = _measure(store)
-    print(f"\n0011 → 0012: {before[0]} rows / {before[1]:,} bytes → {after[0]} / {after[1]:,}")
+    print(f"\n0012 → 0013: {before[0]} rows / {before[1]:,} bytes → {after[0]} / {after[1]:,}")
     assert {e.guid: e.pull_requests for e in store.recent(100)} == expected
     assert before[1] == 20 * (49 * len(SENTENCE) + len("Another sentence."))
     assert after[1] == 20 * (len(SENTENCE) + len("Another sentence."))

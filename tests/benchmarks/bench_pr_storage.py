@@ -2,7 +2,7 @@
 the 19.9 MB feed of the issue) each naming 470 PRs in one long sentence, stored on SQLite.
 
 Baseline, same run: the episodes upserted without the per-poll bound, then the schema
-taken down to 0011 (one copy of the sentence per PR row, as main stored it). Then: the same
+taken down to 0012 (one copy of the sentence per PR row, as main stored it). Then: the same
 episodes through the pipeline's store phase (per-poll bound, sentences once). Prints rows,
 bytes of sentence text and the database file's size for both.
 Run: ``python -m tests.benchmarks.bench_pr_storage [--items N]``.
@@ -54,7 +54,7 @@ def _run(path: Path, episodes: list[Episode], *, baseline: bool) -> str:
         store.ensure_show("PyTorch", "https://f.example/feed.xml", "pytorch/pytorch")
         if baseline:
             store.upsert_episodes(episodes, NOW)
-            _alembic(store, "0011", down=True)
+            _alembic(store, "0012", down=True)
         else:
             store_episodes(store, episodes, NOW)
         rows, size = _measure(store)
@@ -72,7 +72,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{items} items × {PRS_PER_ITEM} PRs in one sentence")
         before = _run(Path(tmp) / "before.db", episodes, baseline=True)
-        print(f"baseline (0011 layout, no poll bound): {before}")
+        print(f"baseline (0012 layout, no poll bound): {before}")
         after = _run(Path(tmp) / "after.db", episodes, baseline=False)
         print(f"now (sentences once, poll bound):      {after}")
 

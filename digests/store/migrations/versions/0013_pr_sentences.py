@@ -4,8 +4,8 @@ episode, and episode_prs rows point at theirs (``sentence``) instead of each car
 Existing rows keep their text: every distinct (episode, context) becomes a sentence, the
 PR rows get its position and an empty ``context``; downgrade copies the text back.
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-12-01
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0012"
-down_revision: str | None = "0011"
+revision: str = "0013"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
