@@ -184,7 +184,7 @@ def world(
     app = build_app(
         settings,
         store,
-        Renderer(tz=settings.tz),
+        Renderer.of(settings),
         client=make_web_client(settings),
         now=lambda: APP_NOW,
         reply_cache_ttl=0,
@@ -301,6 +301,7 @@ def answers(world: World) -> None:
     interop = world.ask(C_INTEROP, "pr https://github.com/pytorch/pytorch/pull/5012")
     assert slugs(interop) == ["jax-interop"]
     assert "Episodes naming pytorch/pytorch#5012" in text(interop)
+    assert "pytorch/pytorch#5012" in text(world.ask(C_INTEROP, "week 2026-W42"))
     other = world.ask(C_INTEROP, "pr https://github.com/jax-ml/jax/pull/5012")
     assert "No episode names jax-ml/jax#5012." in text(other)
     # A show named in the command; a near miss gets a hint.

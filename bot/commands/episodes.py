@@ -57,8 +57,8 @@ def scope(show: str | None, deps: Deps, invocation: Invocation | None) -> list[s
     them, which the store reads without a filter; also when no channel is known)."""
     if show:
         shows = [show]
-    elif invocation is None:
-        return None
+    elif invocation is None or len(deps.shows) < 2:
+        return None  # one show: the channel's choice cannot narrow it (no read needed)
     else:
         shows = channel_shows(deps, invocation)
     return None if set(shows) >= set(deps.shows) else shows
