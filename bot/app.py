@@ -18,6 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import home, interactivity, unfurl
 from bot.commands.base import Deps
 from bot.commands.cache import DEFAULT_TTL, TtlCache
+from bot.commands.explain import permalinks
 from bot.commands.slash import register_slash
 from bot.oauth import build_oauth_flow, register_leaving
 from bot.replay import replay_guard
@@ -72,7 +73,13 @@ def build_app(
         # one rejects every HTTP request instead, while Socket Mode (not signed) still works.
         log.info("no SLACK_SIGNING_SECRET: HTTP requests are refused (Socket Mode unaffected)")
         signing_secret = secrets.token_hex(32)
-    deps = Deps(settings=settings, store=store, renderer=renderer, now=now or _utcnow)
+    deps = Deps(
+        settings=settings,
+        store=store,
+        renderer=renderer,
+        now=now or _utcnow,
+        permalink=permalinks(settings),
+    )
     if settings.oauth_mode:
         app = _oauth_app(settings, store, client, signing_secret, deps, installations, tokens)
     else:

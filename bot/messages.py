@@ -33,6 +33,8 @@ USAGE: dict[str, str] = {
     "here for a while (until resumed, with neither); what arrives meanwhile is not posted later",
     "resume": f"`{COMMAND} resume [show] [--catch-up]` — end a pause; --catch-up also posts the "
     "newest of what arrived meanwhile (at most 10)",
+    "why": f"`{COMMAND} why <episode link | date | words of a title | #PR>` — why an episode "
+    "was or was not posted in this channel",
     "preview": f"`{COMMAND} preview [show] [filter…]` — which of the last 20 episodes a filter "
     'would post and why (words, "phrases", +required, -excluded); changes nothing',
     "help": f"`{COMMAND} help` — this message",
@@ -291,3 +293,34 @@ RESUMED_CATCH_UP = (
 )
 LIST_HELD_UNTIL = " — :double_vertical_bar: paused until {until}"
 LIST_HELD_OPEN = " — :double_vertical_bar: paused until resumed"
+
+# -- why (issue 14) ----------------------------------------------------------------------
+
+NEED_WHY = "Why what? Give an episode link, a date, words of its title, or #PR."
+WHY_NOTHING = "No episode matches that; try an episode link, a date, words of its title or #PR."
+WHY_TITLE = "*{headline}* ({day}, {show})"
+WHY_POSTED = "Posted here."
+WHY_POSTED_LINK = "<{link}|See it in the channel.>"
+WHY_ON_ITS_WAY = "Planned for this channel and being posted; it should appear within minutes."
+WHY_FAILED = (
+    "Slack refused to post it here (`{error}`, last tried {when}); it is tried again only "
+    "if the episode changes."
+)
+WHY_CHANNEL_PAUSED = "Not posted: posting here is paused because {reason}."
+WHY_HELD = "Not posted: it arrived while *{show}* was paused here (until {until})."
+WHY_HELD_OPEN = "resumed"
+WHY_BEFORE = "Not posted: it came out before this channel subscribed ({when})."
+WHY_EXCLUDED = "Skipped by this channel's filter: it mentions {term}, which is excluded."
+WHY_REQUIRED = "Skipped by this channel's filter: it does not mention {term}, which is required."
+WHY_NO_TERM = "Skipped by this channel's filter: it mentions none of {terms}."
+WHY_PASSED_OVER = (
+    "Not posted: it is older than what this channel already had, or one of more than 10 "
+    "that arrived at once (the newest were posted)."
+)
+WHY_NOT_SUBSCRIBED = "This channel does not follow *{show}*; `{command} subscribe` posts it here."
+WHY_NOT_POLLED = "*{show}* has not been polled yet (next poll: {when}); it is looked for then."
+WHY_FEED_FAILING = (
+    "Not in the archive: the feed of *{show}* is failing (`{error}`); next try {when}."
+)
+WHY_NOT_IN_FEED = "No episode has that link, and the feeds read fine: it is not in the feed."
+WHY_FOOTER = f"`{COMMAND} why` reads this channel's delivery record; replies are private."

@@ -25,6 +25,7 @@ pytest_plugins = [
     "tests.fixtures.app",
     "tests.fixtures.poll",
     "tests.fixtures.github",
+    "tests.fixtures.control",
 ]
 
 # The bot as real processes (clocks killed with -9, two clocks on one database, a clock

@@ -554,6 +554,13 @@ class SlackFake(BackgroundServer):
                 return {"ok": True, "channel": channel, "ts": ts}
         return {"ok": False, "error": "message_not_found"}
 
+    def _get_permalink(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = str(params.get("channel") or ""), str(params.get("message_ts") or "")
+        if not any(m["ts"] == ts for m in self._messages.get(channel, [])):
+            return {"ok": False, "error": "message_not_found"}
+        link = f"https://fake.slack.test/archives/{channel}/p{ts.replace('.', '')}"
+        return {"ok": True, "channel": channel, "permalink": link}
+
     def _unfurl(self, params: dict[str, Any]) -> dict[str, Any]:
         if not params.get("unfurls"):
             return {"ok": False, "error": "invalid_unfurls_format"}
@@ -642,6 +649,7 @@ _METHODS = {
     "chat.update": SlackFake._update,
     "chat.delete": SlackFake._delete,
     "chat.unfurl": SlackFake._unfurl,
+    "chat.getPermalink": SlackFake._get_permalink,
     "views.publish": SlackFake._views_publish,
     "conversations.history": SlackFake._history,
     "conversations.replies": SlackFake._replies,

@@ -4,130 +4,16 @@ the polls. What arrives while paused is not posted then or later, unless `--catc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 
-import httpx
 import pytest
 
-from bot.app import build_app
 from bot.commands.control_parse import parse_pause, parse_resume
 from bot.commands.model import CommandError, Pause, Resume
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
-from bot.server import build_asgi
-from bot.slack import make_web_client
-from config.settings import Settings, ShowConfig
 from digests.decide import decide
 from digests.models import Episode
-from digests.render import Renderer
-from digests.store import Store
 from digests.types import Subscription
-from tests.feedserver import FeedServer
-from tests.fixtures.app import (
-    CHANNEL,
-    AppLoop,
-    InProcessClient,
-    SlackSender,
-    assert_valid_message,
-    make_settings,
-)
-from tests.fixtures.delivery import keys_in, rss, rss_item
-from tests.slackfake import SlackFake
-
-START = datetime(2026, 10, 1, 14, 0, tzinfo=UTC)  # a Thursday
-
-
-@dataclass
-class Clock:
-    now: datetime = START
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@dataclass
-class Rig:
-    settings: Settings
-    store: Store
-    fake: SlackFake
-    sender: SlackSender
-    clock: Clock
-    feed: FeedServer
-    http: httpx.AsyncClient
-    deliverer: Deliverer
-
-    def slash(self, text: str) -> list[str]:
-        response = self.sender.slash(text)
-        assert response.status_code == 200, response.text
-        body: dict[str, Any] = response.json()
-        assert body["response_type"] == "ephemeral"
-        assert_valid_message(body)
-        out: list[str] = []
-        for block in body["blocks"]:
-            if "text" in block:
-                out.append(block["text"]["text"])
-            if block["type"] == "context":
-                out += [e["text"] for e in block["elements"]]
-        return out
-
-    def serve(self, *days: int) -> None:
-        self.feed.route("/feed.xml", rss(*(rss_item(d) for d in sorted(days, reverse=True))))
-
-    async def poll(self, at: datetime) -> None:
-        self.clock.now = at
-        await run_once(
-            self.settings,
-            self.store,
-            self.deliverer.outbox,
-            self.http,
-            at,
-            deliverer=self.deliverer,
-        )
-
-    def posted(self) -> list[str]:
-        return keys_in(self.fake.messages(CHANNEL))
-
-
-@contextmanager
-def app_with_clock(
-    settings: Settings, store: Store, fake: SlackFake, clock: Clock
-) -> Iterator[SlackSender]:
-    app = build_app(
-        settings, store, Renderer(tz=settings.tz), client=make_web_client(settings), now=clock
-    )
-    app_loop = AppLoop()
-    sender = SlackSender(
-        "http://slack-app.test", fake, http=InProcessClient(build_asgi(app, store), app_loop)
-    )
-    try:
-        yield sender
-    finally:
-        sender.close()
-        app_loop.close()
-
-
-@pytest.fixture
-def rig(
-    store: Store,
-    slack_fake: SlackFake,
-    feed_server: FeedServer,
-    http: httpx.AsyncClient,
-    deliverer: Deliverer,
-) -> Iterator[Rig]:
-    url = feed_server.route("/feed.xml", rss(rss_item(1)))
-    settings = make_settings(
-        slack_fake.api_url,
-        slack_fake.token,
-        shows=[ShowConfig(name="PyTorch", feed=url, repo="pytorch/pytorch")],
-        thread_replies=False,
-    )
-    clock = Clock()
-    with app_with_clock(settings, store, slack_fake, clock) as sender:
-        yield Rig(settings, store, slack_fake, sender, clock, feed_server, http, deliverer)
+from tests.fixtures.control import START, Rig
 
 
 def key(day: int) -> str:

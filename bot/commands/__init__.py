@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.commands import control, episodes, subscriptions, week
+from bot.commands import control, episodes, explain, subscriptions, week
 from bot.commands.base import Deps, Invocation
 from bot.commands.parse import (
     SHAREABLE,
     Command,
     CommandError,
+    Explain,
     Help,
     Latest,
     ListSubscriptions,
@@ -83,6 +84,8 @@ def run_command(command: Command, deps: Deps, invocation: Invocation) -> Message
             return control.preview(command, deps)
         case Pause():
             return control.pause(command, deps, invocation)
+        case Explain():
+            return explain.why(command, deps, invocation)
         case Resume():
             return control.resume(command, deps, invocation)
     raise AssertionError(f"unhandled command {command!r}")

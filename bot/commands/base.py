@@ -29,6 +29,8 @@ class Deps:
     answers: TtlCache[Message] = field(
         default_factory=lambda: TtlCache(ttl=SHARED_TTL, size=SHARED_SIZE), compare=False
     )
+    # chat.getPermalink: (channel, ts) → the message's link; None without a Slack token.
+    permalink: Callable[[str, str], str | None] | None = field(default=None, compare=False)
 
     @property
     def shows(self) -> list[str]:

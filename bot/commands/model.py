@@ -168,6 +168,13 @@ class Pause:
 
 
 @dataclass(frozen=True)
+class Explain:
+    """``why <episode>``: the episode as ``nearby`` reads it."""
+
+    target: NearbyDate | NearbyTitle | NearbyPr | NearbyUrl
+
+
+@dataclass(frozen=True)
 class Resume:
     show: str | None = None
     catch_up: bool = False
@@ -191,6 +198,7 @@ Command = (
     | Preview
     | Pause
     | Resume
+    | Explain
 )
 
 # Questions about the archive alone: the same answer in every channel (so one cache entry

@@ -30,6 +30,7 @@ from bot.commands.model import (
     SHAREABLE,
     Command,
     CommandError,
+    Explain,
     Help,
     Latest,
     ListSubscriptions,
@@ -303,6 +304,10 @@ def parse_command(text: str, shows: Sequence[str], today: date | None = None) ->
         return Help()
     if head in CONTROL_WORDS:
         return parse_control(head, args, shows, today)
+    if head == "why":
+        if not args:
+            raise CommandError(msg.NEED_WHY, "why")
+        return Explain(_parse_nearby(args, today))
     return Help(unknown=_quote(words[0], 30))
 
 

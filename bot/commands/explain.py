@@ -1,0 +1,193 @@
+"""`/episodes why <episode>`: find the episode as `nearby` reads it, gather what the store,
+the ledger and the feed's state say about it for this channel, and put the pure answer of
+``digests.why.explain`` in words (with a permalink when it was posted)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime, time, timedelta
+
+from slack_sdk import WebClient
+
+from bot import messages as msg
+from bot.commands.base import Deps, Invocation
+from bot.commands.control import until_text
+from bot.commands.dates import show_day
+from bot.commands.episodes import best_title_match, title_words
+from bot.commands.model import (
+    CommandError,
+    Explain,
+    NearbyDate,
+    NearbyPr,
+    NearbyTitle,
+    NearbyUrl,
+)
+from bot.commands.replies import context, error_reply, message, section
+from bot.commands.subscriptions import pause_reason
+from config.settings import Settings
+from digests.decide import episode_key
+from digests.filters import Verdict
+from digests.models import Episode
+from digests.render import escape
+from digests.render.limits import Message
+from digests.store.ledger import Ledger
+from digests.types import FetchState, Subscription
+from digests.why import Delivered, Reason, Why, explain
+
+log = logging.getLogger(__name__)
+
+Permalink = Callable[[str, str], str | None]
+TITLE_CANDIDATES = 50
+
+
+def permalinks(settings: Settings) -> Permalink | None:
+    """``chat.getPermalink`` for a posted digest (channel, ts), or None without a token.
+    Synchronous: `/episodes` handlers run in a worker thread."""
+    if not settings.slack_bot_token:
+        return None
+    client = WebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url, timeout=5)
+
+    def lookup(channel: str, ts: str) -> str | None:
+        try:
+            link = client.chat_getPermalink(channel=channel, message_ts=ts).get("permalink")
+        except Exception as exc:  # the answer stands without the link
+            log.warning("chat.getPermalink failed for %s: %s", channel, exc)
+            return None
+        return link if isinstance(link, str) else None
+
+    return lookup
+
+
+def find(command: Explain, deps: Deps, shows: list[str]) -> Episode | None:
+    target = command.target
+    if isinstance(target, NearbyUrl):
+        return deps.store.episode_by_url(target.url)
+    if isinstance(target, NearbyPr):
+        mentions = deps.store.by_pr(target.number, shows=shows)
+        return mentions[0].episode if mentions else None
+    if isinstance(target, NearbyDate):
+        start = datetime.combine(target.day, time(0), tzinfo=deps.settings.tz).astimezone(UTC)
+        found = deps.store.between(start, start + timedelta(days=1), shows=shows)
+        return found[-1] if found else None
+    assert isinstance(target, NearbyTitle)
+    exact = deps.store.by_title(target.words, shows=shows)
+    if exact is not None:
+        return exact
+    words = title_words(target.words)
+    candidates = deps.store.by_title_words(words, limit=TITLE_CANDIDATES, shows=shows)
+    return best_title_match(target.words, candidates)
+
+
+def _delivered(deps: Deps, invocation: Invocation, episode: Episode) -> Delivered | None:
+    ledger = Ledger.for_store(deps.store)
+    ident = (
+        invocation.team_id,
+        invocation.channel_id,
+        "episode",
+        episode_key(episode.show, episode.guid),
+    )
+    row = ledger.run(lambda conn: ledger.rows(conn, [ident])).get(ident)
+    if row is None:
+        return None
+    return Delivered(row.state, row.ts, row.error, row.updated_at)
+
+
+def _feed_state(deps: Deps, shows: list[str]) -> tuple[str, FetchState]:
+    """The show to blame for an episode the archive lacks: one never polled, else one
+    failing, else the first followed."""
+    states = [(s, deps.store.fetch_state(s)) for s in shows]
+    for test in (lambda f: f.last_polled_at is None, lambda f: f.failures > 0, lambda f: True):
+        found = next(((s, f) for s, f in states if test(f)), None)
+        if found is not None:
+            return found
+    return "", FetchState()
+
+
+def why(command: Explain, deps: Deps, invocation: Invocation) -> Message:
+    subs = deps.store.subscriptions(team_id=invocation.team_id, channel_id=invocation.channel_id)
+    followed = [s.show for s in subs] or deps.shows
+    episode = find(command, deps, followed)
+    if episode is None and not isinstance(command.target, NearbyUrl):
+        return error_reply(CommandError(msg.WHY_NOTHING, "why"))
+    if episode is None:
+        show, feed = _feed_state(deps, followed)
+        return _reply(explain(None, None, None, feed), None, show, None, deps, invocation)
+    sub = next((s for s in subs if s.show == episode.show), None)
+    seen = deps.store.first_seen(episode.show, [episode.guid]).get(episode.guid)
+    answer = explain(
+        episode,
+        sub,
+        _delivered(deps, invocation, episode),
+        deps.store.fetch_state(episode.show),
+        first_seen=seen,
+    )
+    return _reply(answer, episode, episode.show, sub, deps, invocation)
+
+
+def _when(value: datetime | None, deps: Deps) -> str:
+    return until_text(value, deps) if value is not None else msg.STATUS_NEVER
+
+
+def _filtered(answer: Why, sub: Subscription | None) -> str:
+    check = answer.check
+    assert check is not None
+    term = f"“{escape.mrkdwn(check.term or '')}”"
+    if check.verdict is Verdict.EXCLUDED:
+        return msg.WHY_EXCLUDED.format(term=term)
+    if check.verdict is Verdict.MISSING_REQUIRED:
+        return msg.WHY_REQUIRED.format(term=term)
+    words = [k for k in (sub.keywords if sub else ()) if k[:1] not in "+-"]
+    return msg.WHY_NO_TERM.format(terms=", ".join(f"“{escape.mrkdwn(w)}”" for w in words))
+
+
+def _sentence(answer: Why, show: str, sub: Subscription | None, deps: Deps, channel: str) -> str:
+    name = escape.mrkdwn(show)
+    error = escape.mrkdwn(escape.truncate(answer.error or "", 200))
+    match answer.reason:
+        case Reason.POSTED:
+            link = deps.permalink(channel, answer.ts) if deps.permalink and answer.ts else None
+            text = msg.WHY_POSTED
+            return text + (" " + msg.WHY_POSTED_LINK.format(link=link) if link else "")
+        case Reason.ON_ITS_WAY:
+            return msg.WHY_ON_ITS_WAY
+        case Reason.FAILED:
+            return msg.WHY_FAILED.format(error=error, when=_when(answer.when, deps))
+        case Reason.CHANNEL_PAUSED:
+            return msg.WHY_CHANNEL_PAUSED.format(reason=pause_reason(answer.error))
+        case Reason.HELD:
+            until = until_text(answer.when, deps) if answer.when else msg.WHY_HELD_OPEN
+            return msg.WHY_HELD.format(show=name, until=until)
+        case Reason.BEFORE_SUBSCRIPTION:
+            return msg.WHY_BEFORE.format(when=_when(answer.when, deps))
+        case Reason.FILTERED:
+            return _filtered(answer, sub)
+        case Reason.PASSED_OVER:
+            return msg.WHY_PASSED_OVER
+        case Reason.NOT_SUBSCRIBED:
+            return msg.WHY_NOT_SUBSCRIBED.format(show=name, command=msg.COMMAND)
+        case Reason.NOT_YET_POLLED:
+            when = until_text(answer.when, deps) if answer.when else msg.STATUS_NOT_SCHEDULED
+            return msg.WHY_NOT_POLLED.format(show=name, when=when)
+        case Reason.FEED_FAILING:
+            return msg.WHY_FEED_FAILING.format(
+                show=name, error=error, when=_when(answer.when, deps)
+            )
+    return msg.WHY_NOT_IN_FEED
+
+
+def _reply(
+    answer: Why,
+    episode: Episode | None,
+    show: str,
+    sub: Subscription | None,
+    deps: Deps,
+    invocation: Invocation,
+) -> Message:
+    text = _sentence(answer, show, sub, deps, invocation.channel_id)
+    if episode is None:
+        return message(text, [section(text)])
+    day = show_day(episode.published_at.astimezone(deps.settings.tz).date())
+    headline = escape.mrkdwn(escape.truncate(episode.headline, 140))
+    title = msg.WHY_TITLE.format(headline=headline, day=day, show=escape.mrkdwn(episode.show))
+    return message(f"{title} {text}", [section(f"{title}\n{text}"), context(msg.WHY_FOOTER)])

@@ -1,0 +1,110 @@
+"""Why an episode did or did not reach a channel: a pure decision over what the store knows.
+
+``explain`` reads the channel's ledger row for the episode, its subscription to the show,
+the episode (None: the archive does not have it) and the show's fetch state, and names the
+one reason that applies, in the order the pipeline applies them: a ledger row is the
+record of what happened; without one, a user pause, the subscription's age, the filter
+(which term), a Slack-side pause, or the episode being passed over (older than what the
+channel already had, or beyond the catch-up cap of one poll).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from digests.filters import Check, Filter, FilterSyntaxError
+from digests.models import Episode
+from digests.types import FetchState, LedgerState, Subscription
+
+
+class Reason(StrEnum):
+    POSTED = "posted"
+    ON_ITS_WAY = "on_its_way"  # planned or being posted right now
+    FAILED = "failed"  # Slack refused it: retried only if the episode changes
+    CHANNEL_PAUSED = "channel_paused"  # Slack-side: archived, removed, not found
+    HELD = "held"  # arrived during a user pause
+    BEFORE_SUBSCRIPTION = "before_subscription"
+    FILTERED = "filtered"
+    PASSED_OVER = "passed_over"
+    NOT_SUBSCRIBED = "not_subscribed"
+    NOT_YET_POLLED = "not_yet_polled"
+    FEED_FAILING = "feed_failing"
+    NOT_IN_FEED = "not_in_feed"
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """What the ledger row of the channel's delivery of the episode says."""
+
+    state: str
+    ts: str | None = None
+    error: str | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Why:
+    reason: Reason
+    check: Check | None = None  # FILTERED: the verdict and the term that decided
+    error: str | None = None  # FAILED, FEED_FAILING, CHANNEL_PAUSED: in Slack's or the feed's words
+    when: datetime | None = None  # POSTED: last written; HELD: pause end; feed: next poll
+    ts: str | None = None  # POSTED: the message, for its permalink
+
+
+def filter_check(episode: Episode, keywords: tuple[str, ...]) -> Check:
+    """The subscription's filter on ``episode``, read as ``digests.decide.matches`` reads it."""
+    terms = [k for k in keywords if k.strip()]
+    try:
+        chosen = Filter.from_terms(terms)
+    except FilterSyntaxError:
+        chosen = Filter.from_keywords(terms)
+    extra = [f"{info.title} {info.area or ''}" for info in episode.pr_info]
+    return chosen.check(episode, extra)
+
+
+def _from_ledger(row: Delivered, sub: Subscription) -> Why:
+    if row.state == LedgerState.POSTED:
+        return Why(Reason.POSTED, when=row.updated_at, ts=row.ts)
+    if row.state == LedgerState.FAILED:
+        return Why(Reason.FAILED, error=row.error, when=row.updated_at)
+    if row.state == LedgerState.PAUSED:
+        return Why(Reason.CHANNEL_PAUSED, error=sub.paused_reason or row.error)
+    return Why(Reason.ON_ITS_WAY)
+
+
+def explain(
+    episode: Episode | None,
+    sub: Subscription | None,
+    row: Delivered | None,
+    feed: FetchState,
+    *,
+    first_seen: datetime | None = None,
+) -> Why:
+    if episode is None:
+        if feed.last_polled_at is None:
+            return Why(Reason.NOT_YET_POLLED, when=feed.next_poll_at)
+        if feed.failures:
+            return Why(Reason.FEED_FAILING, error=feed.last_error, when=feed.next_poll_at)
+        return Why(Reason.NOT_IN_FEED)
+    if sub is None:
+        return Why(Reason.NOT_SUBSCRIBED)
+    if row is not None:
+        return _from_ledger(row, sub)
+    if sub.holds(first_seen or episode.published_at):
+        return Why(Reason.HELD, when=sub.held_until)
+    # The filter first: "which term" is the more useful answer for an old episode too.
+    check = filter_check(episode, sub.keywords)
+    if not check.matched:
+        return Why(Reason.FILTERED, check=check)
+    created = sub.created_at
+    if (
+        created is not None
+        and episode.published_at < created
+        and (first_seen or created) <= created
+    ):
+        return Why(Reason.BEFORE_SUBSCRIPTION, when=created)
+    if sub.paused:
+        return Why(Reason.CHANNEL_PAUSED, error=sub.paused_reason)
+    return Why(Reason.PASSED_OVER)

@@ -1,0 +1,225 @@
+"""`/episodes why <episode>` over real signed HTTP, each reason produced by real polls (a feed
+on loopback, the Slack fake, SQLite and PostgreSQL): posted (with its permalink), skipped by
+the filter (which term), held by a pause, before the subscription, the channel archived,
+not yet polled, the feed failing, not in the feed; and the pure decision as a table."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from digests.filters import Verdict
+from digests.models import Episode
+from digests.types import FetchState, LedgerState, Subscription
+from digests.why import Delivered, Reason, explain
+from tests.fixtures.control import START, Rig
+from tests.fixtures.delivery import rss, rss_item
+
+CHANNEL = "C0TEST0001"
+
+
+def link(day: int) -> str:
+    return f"https://example.test/pytorch/2026-10-{day:02d}"
+
+
+def said(lines: list[str]) -> str:
+    """The answer under the episode's title line."""
+    return lines[0].split("\n")[-1]
+
+
+async def test_why_a_posted_digest_links_to_it(rig: Rig) -> None:
+    rig.serve(1)
+    rig.slash("subscribe PyTorch")
+    await rig.poll(START)
+    lines = rig.slash(f"why <{link(1)}>")
+    assert lines[0].split("\n")[0] == "*Daily Briefing 1* (1 Oct 2026, PyTorch)"
+    (posted,) = rig.fake.messages(CHANNEL)
+    (call,) = rig.fake.calls_to("chat.getPermalink")
+    assert call.params["channel"] == CHANNEL
+    assert call.params["message_ts"] == posted["ts"]
+    assert said(lines) == (
+        "Posted here. "
+        f"<https://fake.slack.test/archives/{CHANNEL}/p{posted['ts'].replace('.', '')}"
+        "|See it in the channel.>"
+    )
+
+
+async def test_why_names_the_term_the_pause_and_the_subscription(rig: Rig) -> None:
+    rig.serve(1, 2)
+    rig.slash("subscribe PyTorch -rocm +fix")
+    await rig.poll(START)  # the backfill: day 2 only
+    assert rig.posted() == ["PyTorch:pytorch-2026-10-02"]
+    assert said(rig.slash("why 2026-10-01")).startswith(
+        "Not posted: it came out before this channel subscribed ("
+    )
+
+    rig.feed.route(
+        "/feed.xml",
+        rss(
+            rss_item(4, headline="Quiet Day", prs="Nothing landed today."),
+            rss_item(3, headline="ROCm Kernels Land"),
+            rss_item(2),
+            rss_item(1),
+        ),
+    )
+    await rig.poll(datetime(2026, 10, 4, 14, 0, tzinfo=UTC))
+    assert said(rig.slash("why ROCm Kernels")) == (
+        "Skipped by this channel's filter: it mentions “rocm”, which is excluded."
+    )
+    assert said(rig.slash("why quiet day")) == (
+        "Skipped by this channel's filter: it does not mention “fix”, which is required."
+    )
+
+    rig.clock.now = datetime(2026, 10, 4, 15, 0, tzinfo=UTC)
+    rig.slash("pause")
+    rig.serve(1, 2, 5)
+    await rig.poll(datetime(2026, 10, 5, 14, 0, tzinfo=UTC))
+    assert said(rig.slash("why 2026-10-05")) == (
+        "Not posted: it arrived while *PyTorch* was paused here (until resumed)."
+    )
+    rig.clock.now = datetime(2026, 10, 5, 15, 0, tzinfo=UTC)
+    rig.slash("resume")
+    assert said(rig.slash("why 2026-10-05")) == (
+        "Not posted: it arrived while *PyTorch* was paused here (until Mon 5 Oct 2026 15:00 UTC)."
+    )
+
+
+async def test_why_in_an_archived_channel(rig: Rig) -> None:
+    rig.serve(1)
+    rig.slash("subscribe PyTorch")
+    rig.fake.channel_error(CHANNEL, "is_archived")
+    await rig.poll(START)
+    assert said(rig.slash(f"why {link(1)}")) == (
+        "Not posted: posting here is paused because the channel is archived."
+    )
+
+
+async def test_why_an_episode_the_archive_lacks(rig: Rig) -> None:
+    rig.slash("subscribe PyTorch")
+    assert rig.slash(f"why {link(9)}") == [
+        "*PyTorch* has not been polled yet (next poll: not scheduled yet); it is looked for then."
+    ]
+    rig.serve(1)
+    await rig.poll(START)
+    assert rig.slash(f"why {link(9)}") == [
+        "No episode has that link, and the feeds read fine: it is not in the feed."
+    ]
+    rig.feed.route("/feed.xml", b"down for maintenance", status=500)
+    await rig.poll(START + timedelta(hours=1))
+    (line,) = rig.slash(f"why {link(9)}")
+    assert line.startswith("Not in the archive: the feed of *PyTorch* is failing (`")
+    assert " next try " in line
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("why", "Why what? Give an episode link, a date, words of its title, or #PR."),
+        (
+            "why no such title words",
+            "No episode matches that; try an episode link, a date, words of its title or #PR.",
+        ),
+    ],
+)
+async def test_why_with_nothing_to_go_on(rig: Rig, text: str, reason: str) -> None:
+    rig.serve(1)
+    rig.slash("subscribe PyTorch")
+    await rig.poll(START)
+    lines = rig.slash(text)
+    assert lines[0] == f":warning: {reason}"
+    assert lines[1].startswith("Usage: `/episodes why &lt;")
+
+
+async def test_help_lists_why(rig: Rig) -> None:
+    assert "`/episodes why &lt;episode link | date | words of a title | #PR&gt;`" in "\n".join(
+        rig.slash("help")
+    )
+
+
+NOW = datetime(2026, 10, 6, 12, 0, tzinfo=UTC)
+EPISODE = Episode(
+    guid="g",
+    show="PyTorch",
+    title="PyTorch: Inductor and ROCm",
+    headline="Inductor and ROCm",
+    published_at=NOW - timedelta(hours=2),
+)
+SUB = Subscription("T", "C", "PyTorch", keywords=("inductor",), created_at=NOW - timedelta(days=9))
+POLLED = FetchState(last_polled_at=NOW, last_success_at=NOW)
+
+
+@pytest.mark.parametrize(
+    ("episode", "sub", "row", "feed", "seen", "reason"),
+    [
+        (EPISODE, SUB, Delivered(LedgerState.POSTED, ts="1.2"), POLLED, None, Reason.POSTED),
+        (EPISODE, SUB, Delivered(LedgerState.PENDING), POLLED, None, Reason.ON_ITS_WAY),
+        (EPISODE, SUB, Delivered(LedgerState.POSTING), POLLED, None, Reason.ON_ITS_WAY),
+        (EPISODE, SUB, Delivered(LedgerState.FAILED, error="x"), POLLED, None, Reason.FAILED),
+        (EPISODE, SUB, Delivered(LedgerState.PAUSED), POLLED, None, Reason.CHANNEL_PAUSED),
+        (
+            EPISODE,
+            Subscription(
+                "T", "C", "PyTorch", created_at=SUB.created_at, held_at=NOW - timedelta(hours=3)
+            ),
+            None,
+            POLLED,
+            NOW - timedelta(hours=1),
+            Reason.HELD,
+        ),
+        (
+            EPISODE,
+            Subscription("T", "C", "PyTorch", keywords=("-rocm",), created_at=SUB.created_at),
+            None,
+            POLLED,
+            None,
+            Reason.FILTERED,
+        ),
+        (
+            EPISODE,
+            Subscription("T", "C", "PyTorch", created_at=NOW),
+            None,
+            POLLED,
+            NOW - timedelta(hours=1),
+            Reason.BEFORE_SUBSCRIPTION,
+        ),
+        (
+            EPISODE,
+            Subscription(
+                "T", "C", "PyTorch", created_at=SUB.created_at, paused_reason="is_archived"
+            ),
+            None,
+            POLLED,
+            None,
+            Reason.CHANNEL_PAUSED,
+        ),
+        (EPISODE, SUB, None, POLLED, None, Reason.PASSED_OVER),
+        (EPISODE, None, None, POLLED, None, Reason.NOT_SUBSCRIBED),
+        (None, SUB, None, FetchState(), None, Reason.NOT_YET_POLLED),
+        (
+            None,
+            SUB,
+            None,
+            FetchState(last_polled_at=NOW, failures=2, last_error="HTTP 500"),
+            None,
+            Reason.FEED_FAILING,
+        ),
+        (None, SUB, None, POLLED, None, Reason.NOT_IN_FEED),
+    ],
+)
+def test_explain(
+    episode: Episode | None,
+    sub: Subscription | None,
+    row: Delivered | None,
+    feed: FetchState,
+    seen: datetime | None,
+    reason: Reason,
+) -> None:
+    assert explain(episode, sub, row, feed, first_seen=seen).reason is reason
+
+
+def test_explain_says_which_term() -> None:
+    sub = Subscription("T", "C", "PyTorch", keywords=("+cuda", "inductor"))
+    answer = explain(EPISODE, sub, None, POLLED)
+    assert answer.check is not None
+    assert (answer.check.verdict, answer.check.term) == (Verdict.MISSING_REQUIRED, "cuda")
