@@ -32,6 +32,9 @@ pytest_plugins = [
 # stopped with SIGTERM) racing its own subprocesses against the test's clock: another test
 # beside them on a 2-core machine can starve them past what they wait for.
 _ALONE = frozenset({"test_delivery_processes.py", "test_processes.py"})
+# Tests of the migrations themselves: their stores are migrated step by step, never copied
+# from a template (tests/fixtures/store.py).
+_REAL_MIGRATIONS = frozenset({"test_store_migrations.py", "test_store_pr_sentences.py"})
 _GROUPS = {
     # Owner names fixed in the test ("live-host:2:def") are PostgreSQL advisory locks, which
     # are database-wide: two of these tests at once would see each other's owner alive.
@@ -43,6 +46,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in _ALONE:
             item.add_marker(pytest.mark.alone)
+        if item.path.name in _REAL_MIGRATIONS:
+            item.add_marker(pytest.mark.real_migrations)
         group = _GROUPS.get(item.path.name)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))

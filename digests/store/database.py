@@ -8,6 +8,8 @@ it into a one-line :class:`StoreError` (no SQL, no parameters, no password).
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
 import os
 import sqlite3
@@ -23,6 +25,8 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
@@ -33,7 +37,9 @@ _T = TypeVar("_T")
 
 # Well under SQLite's bound-parameter limit and PostgreSQL's comfortable IN-list size.
 CHUNK = 500
-# Arbitrary constant: serialises concurrent `migrate()` calls (web + clock starting together).
+# Arbitrary constant: serialises concurrent `migrate()` calls (web + clock starting together)
+# on one schema; each schema's lock is this constant's name with the schema's (see
+# _migration_key), so deployments (or tests) in other schemas of the database do not wait.
 _PG_MIGRATION_LOCK = 0x64696765
 _WRITE_ATTEMPTS = 3
 _WAL_ATTEMPTS = 25  # about 10 s of waiting, as the busy timeout allows other statements
@@ -108,6 +114,26 @@ def wrap_exceptions(action: str, where: str = "") -> Iterator[None]:
         raise kind(f"database error while {action}: {_reason(error)}") from error
 
 
+def _alembic_config() -> Config:
+    config = Config()
+    script_location = resources.files("digests.store").joinpath("migrations")
+    config.set_main_option("script_location", str(script_location))
+    return config
+
+
+@functools.cache
+def _heads() -> tuple[str, ...]:
+    """The shipped migrations' heads (read once a process: they do not change under it)."""
+    return tuple(ScriptDirectory.from_config(_alembic_config()).get_heads())
+
+
+def _migration_key(conn: sa.Connection) -> int:
+    """The advisory lock key serialising migrations of the connection's schema."""
+    schema = conn.execute(sa.select(sa.func.current_schema())).scalar()
+    name = f"{_PG_MIGRATION_LOCK:x}:{schema or ''}"
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
 def safe_url(engine: sa.Engine) -> str:
     return engine.url.render_as_string(hide_password=True)
 
@@ -171,16 +197,21 @@ class Database:
         return wrap_exceptions(action, self.safe_url)
 
     def migrate(self) -> None:
-        """Alembic ``upgrade head`` (programmatic, migrations shipped in the package)."""
-        config = Config()
-        script_location = resources.files("digests.store").joinpath("migrations")
-        config.set_main_option("script_location", str(script_location))
+        """Alembic ``upgrade head`` (programmatic, migrations shipped in the package).
+
+        A database already at head is left at the first look (one query, no migration
+        scripts loaded again); the lock is taken first all the same, so a process that
+        finds it there finds it complete.
+        """
         with self.transaction("migrating the database", busy_ms=_SQLITE_BUSY_MS) as conn:
             if self.dialect == "postgresql":
                 # A request store's short timeouts are for requests, not for the schema.
                 conn.execute(sa.text("SET LOCAL statement_timeout = 0"))
                 conn.execute(sa.text("SET LOCAL lock_timeout = 0"))
-                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_MIGRATION_LOCK)))
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_migration_key(conn))))
+            if set(MigrationContext.configure(conn).get_current_heads()) == set(_heads()):
+                return
+            config = _alembic_config()
             # env.py migrates this very connection: no URL (nor password) goes into config.
             config.attributes["connection"] = conn
             command.upgrade(config, "head")
