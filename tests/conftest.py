@@ -35,11 +35,10 @@ _ALONE = frozenset({"test_delivery_processes.py", "test_processes.py"})
 # Tests of the migrations themselves: their stores are migrated step by step, never copied
 # from a template (tests/fixtures/store.py).
 _REAL_MIGRATIONS = frozenset({"test_store_migrations.py", "test_store_pr_sentences.py"})
-_GROUPS = {
-    # Owner names fixed in the test ("live-host:2:def") are PostgreSQL advisory locks, which
-    # are database-wide: two of these tests at once would see each other's owner alive.
-    "test_delivery_recovery.py": "fixed-owner-locks",
-}
+# Files whose tests must run one after another on one worker, by group name. (Owner locks
+# are named within their schema now, so test_delivery_recovery.py's fixed owner names no
+# longer need one.)
+_GROUPS: dict[str, str] = {}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -30,7 +30,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from digests.errors import StoreError
 from digests.store.database import LiveOwners, safe_url, wrap_exceptions
-from digests.store.locks import OwnerLock, ShowLock, advisory_key, process_alive
+from digests.store.locks import OwnerLock, ShowLock, advisory_key, owner_key, process_alive
 from digests.store.schema import deliveries
 from digests.types import Ident, LedgerEntry, LedgerState
 
@@ -352,7 +352,7 @@ class Ledger:
             return True
         if not self.is_postgres:
             return process_alive(owner)
-        key = advisory_key(owner)
+        key = owner_key(self, owner)
 
         def probe(conn: sa.Connection) -> bool:
             got = conn.execute(sa.select(sa.func.pg_try_advisory_lock(key))).scalar_one()

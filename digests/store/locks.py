@@ -1,6 +1,11 @@
 """Locks between processes: who is alive (:class:`OwnerLock`), who polls a show (:class:`ShowLock`).
 
-PostgreSQL answers both with session advisory locks named by :func:`advisory_key`. On
+PostgreSQL answers both with session advisory locks named by :func:`advisory_key`, each
+within the ledger's :meth:`~digests.store.ledger.Ledger.namespace` (database and schema):
+advisory locks are database-wide, an owner's rows are its schema's. Two clocks on one
+schema still see each other; deployments in other schemas of the database never do. (An
+owner lock before this namespacing was the bare owner name: clocks of that older version
+and this one do not see each other, so stop the old clock before starting the new.) On
 SQLite (one machine's file) an owner is alive while its process is (owners are named
 ``host:pid:tag``), and a show poll never contends.
 """
@@ -27,6 +32,11 @@ def advisory_key(name: str) -> int:
     """A stable signed 64-bit key for ``pg_advisory_lock`` from any string."""
     digest = hashlib.sha256(name.encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def owner_key(ledger: Ledger, owner: str) -> int:
+    """The advisory lock key of ``owner`` alive on ``ledger``'s schema."""
+    return advisory_key(f"owner:{ledger.namespace()}:{owner}")
 
 
 def process_alive(owner: str) -> bool:
@@ -57,16 +67,17 @@ class OwnerLock:
         self.owner = owner
         self._engine: sa.Engine | None = None
         self._conn: sa.Connection | None = None
+        self._key: int | None = None
         self._live = ledger.live
         self._live.add(owner)
         if ledger.is_postgres:
             got = False
             try:
                 with wrap_exceptions("taking the owner lock", safe_url(ledger.engine)):
+                    self._key = owner_key(ledger, owner)
                     self._engine = sa.create_engine(ledger.engine.url, poolclass=NullPool)
                     self._conn = self._engine.connect()
-                    key = advisory_key(owner)
-                    lock = sa.select(sa.func.pg_try_advisory_lock(key))
+                    lock = sa.select(sa.func.pg_try_advisory_lock(self._key))
                     got = bool(self._conn.execute(lock).scalar())
                     self._conn.commit()
             except StoreError:
@@ -82,7 +93,7 @@ class OwnerLock:
             try:
                 # Unlock before closing: the server ends a closed session when it gets to
                 # it, and until then another process would still find the owner alive.
-                self._conn.execute(sa.select(sa.func.pg_advisory_unlock(advisory_key(self.owner))))
+                self._conn.execute(sa.select(sa.func.pg_advisory_unlock(self._key)))
                 self._conn.commit()
             except sa.exc.SQLAlchemyError:
                 pass  # the connection is gone, and the lock with it
