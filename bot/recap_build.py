@@ -106,11 +106,11 @@ def week_message(
 
 def _channel_episodes(subs: Sequence[Subscription], episodes: Sequence[Episode]) -> list[Episode]:
     """The episodes this channel received: each show filtered by its own keywords."""
-    keywords = {s.show.casefold(): s.keywords for s in subs}
+    filters = {s.show.casefold(): s.filter for s in subs}
     return [
         e
         for e in episodes
-        if e.show.casefold() in keywords and matches(e, keywords[e.show.casefold()])
+        if e.show.casefold() in filters and matches(e, filters[e.show.casefold()])
     ]
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from digests.filters import Filter, FilterSyntaxError
+from digests.filters import Filter
 from digests.models import Episode
 from digests.types import (
     Action,
@@ -55,21 +55,19 @@ def episode_key(show: str, guid: str) -> str:
     return f"{show[:200]}:sha256:{hashlib.sha256(guid.encode()).hexdigest()}"
 
 
-def matches(episode: Episode, keywords: Iterable[str]) -> bool:
-    """Whether ``episode`` passes a subscription's filter terms (none: every episode).
+def matches(episode: Episode, keywords: Filter | Iterable[str]) -> bool:
+    """Whether ``episode`` passes a subscription's filter (no terms: every episode).
 
-    Terms as ``digests.filters`` reads them: words and phrases (any of them), ``+word``
-    (must be there), ``-word`` (must not); each at the start of a word, case-insensitive,
-    in headline, summary, transcript and the titles and areas of its PRs when known. So
-    "kernel" finds "kernels" but "mps" does not find "jumps".
+    A ``Filter``, or its terms as ``digests.filters`` reads them: words and phrases (any of
+    them), ``+word`` (must be there), ``-word`` (must not); each at the start of a word,
+    case-insensitive, in headline, summary, transcript and the titles and areas of its PRs
+    when known. So "kernel" finds "kernels" but "mps" does not find "jumps".
     """
-    terms = [k for k in keywords if k.strip()]
-    if not terms:
+    chosen = (
+        keywords if isinstance(keywords, Filter) else Filter.from_terms(keywords, strict=False)
+    )
+    if chosen.empty:
         return True
-    try:
-        chosen = Filter.from_terms(terms)
-    except FilterSyntaxError:
-        chosen = Filter.from_keywords(terms)  # a stray "+" stored long ago: words as they are
     extra = [f"{info.title} {info.area or ''}" for info in episode.pr_info]
     return chosen.matches(episode, extra)
 
@@ -176,7 +174,7 @@ def _due_for(
                 fresh = episode.guid in poll.newest or _after_subscription(
                     episode, sub, poll.first_seen.get(episode.guid), poll.archive_seen_at
                 )
-            if not (fresh and matches(episode, sub.keywords)) or held_back(sub, episode, poll):
+            if not (fresh and matches(episode, sub.filter)) or held_back(sub, episode, poll):
                 continue
             new_keys.append(key)
         if action is not None:

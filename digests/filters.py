@@ -64,24 +64,25 @@ class Filter:
         return cls.from_terms(tokens)
 
     @classmethod
-    def from_terms(cls, terms: Iterable[str]) -> Filter:
-        """Terms as stored or as typed one by one: ``+x`` required, ``-x`` excluded."""
-        any_of: list[str] = []
-        all_of: list[str] = []
-        none_of: list[str] = []
+    def from_terms(cls, terms: Iterable[str], *, strict: bool = True) -> Filter:
+        """Terms as typed one by one (or as ``terms()`` writes them): ``+x`` required,
+        ``-x`` excluded, anything else one of the any-of words or phrases.
+
+        ``strict=False`` reads terms from before they were checked (the config file's
+        keywords, rows migrated from the old keyword list): a sign on nothing is dropped
+        instead of refused, since it asks for nothing.
+        """
+        buckets: dict[str, list[str]] = {"": [], "+": [], "-": []}
         for raw in terms:
             term = " ".join(raw.split())
-            if not term:
-                continue
-            bucket = {"+": all_of, "-": none_of}.get(term[0])
-            if bucket is None:
-                _add(any_of, _strip_punctuation(term))
-                continue
-            word = _strip_punctuation(term[1:])
-            if not word:
-                raise FilterSyntaxError(f"{term!r} needs a word after {term[0]}")
-            _add(bucket, word)
-        return cls(tuple(any_of), tuple(all_of), tuple(none_of))
+            sign = term[:1] if term[:1] in ("+", "-") else ""
+            word = _strip_punctuation(term[len(sign) :])
+            if not sign and word[:1] in ("+", "-"):  # "(-rocm)": the sign inside brackets
+                sign, word = word[0], _strip_punctuation(word[1:])
+            if not word and sign and strict:
+                raise FilterSyntaxError(f"{term!r} needs a word after {sign}")
+            _add(buckets[sign], word)
+        return cls(tuple(buckets[""]), tuple(buckets["+"]), tuple(buckets["-"]))
 
     @classmethod
     def from_keywords(cls, keywords: Sequence[str]) -> Filter:
@@ -96,7 +97,8 @@ class Filter:
         return not (self.any_of or self.all_of or self.none_of)
 
     def terms(self) -> tuple[str, ...]:
-        """The filter as terms that ``from_terms`` reads back to the same filter."""
+        """The filter as terms that ``from_terms`` reads back to the same filter (an
+        any-of term never starts with a sign: ``from_terms`` reads one as its kind)."""
         return (
             *self.any_of,
             *(f"+{t}" for t in self.all_of),

@@ -10,7 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from functools import cached_property
 from typing import Literal
+
+from digests.filters import Filter
 
 # A feed item with no usable date carries UNKNOWN_DATE until the store dates it (when first
 # seen, or by its place in the feed); it lives beside Episode, whose JSON hides it.
@@ -85,6 +88,8 @@ class Subscription:
     team_id: str
     channel_id: str
     show: str
+    # The channel's filter as its terms (``Filter.terms()``: ``x``, ``+x``, ``-x``); the
+    # store keeps it structured, and ``filter`` is the one to match with.
     keywords: tuple[str, ...] = ()
     recap: bool = True
     paused_reason: str | None = None
@@ -119,6 +124,11 @@ class Subscription:
     @property
     def unsubscribed(self) -> bool:
         return self.unsubscribed_at is not None
+
+    @cached_property
+    def filter(self) -> Filter:
+        """Which episodes this channel wants (``digests.filters``); no terms, every one."""
+        return Filter.from_terms(self.keywords, strict=False)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from digests.filters import Check, Filter, FilterSyntaxError
+from digests.filters import Check, Filter
 from digests.models import Episode
 from digests.types import FetchState, LedgerState, Subscription
 
@@ -53,13 +53,8 @@ class Why:
     ts: str | None = None  # POSTED: the message, for its permalink
 
 
-def filter_check(episode: Episode, keywords: tuple[str, ...]) -> Check:
+def filter_check(episode: Episode, chosen: Filter) -> Check:
     """The subscription's filter on ``episode``, read as ``digests.decide.matches`` reads it."""
-    terms = [k for k in keywords if k.strip()]
-    try:
-        chosen = Filter.from_terms(terms)
-    except FilterSyntaxError:
-        chosen = Filter.from_keywords(terms)
     extra = [f"{info.title} {info.area or ''}" for info in episode.pr_info]
     return chosen.check(episode, extra)
 
@@ -95,7 +90,7 @@ def explain(
     if sub.holds(first_seen or episode.published_at):
         return Why(Reason.HELD, when=sub.held_until)
     # The filter first: "which term" is the more useful answer for an old episode too.
-    check = filter_check(episode, sub.keywords)
+    check = filter_check(episode, sub.filter)
     if not check.matched:
         return Why(Reason.FILTERED, check=check)
     created = sub.created_at

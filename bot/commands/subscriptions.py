@@ -128,7 +128,7 @@ def _backfill_note(command: Subscribe, deps: Deps, made: Sequence[Subscription])
     found: list[Episode] = []
     for sub in made:
         newest = deps.store.recent(deps.settings.backfill, shows=[sub.show])
-        found += [e for e in newest if matches(e, sub.keywords)]
+        found += [e for e in newest if matches(e, sub.filter)]
     if not found:
         return [context(msg.BACKFILL_NONE)]
     several = len(made) > 1

@@ -97,7 +97,7 @@ def _filter_note(filters: Filters) -> str | None:
     if not any(filters.values()):
         return None
     described = "; ".join(
-        f"*{escape.mrkdwn(show)}* {escape.mrkdwn(Filter.from_keywords(kw).describe())}"
+        f"*{escape.mrkdwn(show)}* {escape.mrkdwn(Filter.from_terms(kw, strict=False).describe())}"
         for show, kw in filters.items()
     )
     return msg.WEEK_FILTERED.format(filters=described)

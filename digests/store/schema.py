@@ -158,7 +158,9 @@ subscriptions = sa.Table(
     sa.Column("team_id", sa.String(32), nullable=False),
     sa.Column("channel_id", sa.String(32), nullable=False),
     sa.Column("show", sa.String(200), nullable=False),
-    sa.Column("keywords", sa.JSON, nullable=False),
+    # The channel's filter, structured (migration 0014; before, a "keywords" list of
+    # strings): {"any": [...], "all": [...], "none": [...]}, a phrase one item.
+    sa.Column("filter", sa.JSON, nullable=False, server_default=sa.text("'{}'")),
     sa.Column("recap", sa.Boolean, nullable=False, server_default=sa.true()),
     sa.Column("paused_reason", sa.Text),
     sa.Column("paused_at", UTCDateTime),

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
+from digests.filters import Filter
 from digests.store.database import Database, aware, clean
 from digests.store.schema import subscriptions
 from digests.types import Subscription
@@ -22,7 +23,7 @@ def _subscription(row: sa.Row[Any]) -> Subscription:
         team_id=row.team_id,
         channel_id=row.channel_id,
         show=row.show,
-        keywords=tuple(row.keywords or ()),
+        keywords=filter_from_json(row.filter).terms(),
         recap=bool(row.recap),
         paused_reason=row.paused_reason,
         paused_at=row.paused_at,
@@ -35,14 +36,25 @@ def _subscription(row: sa.Row[Any]) -> Subscription:
     )
 
 
-def _keywords(keywords: Sequence[str]) -> list[str]:
-    """Whitespace normalised, duplicates (ignoring case) dropped, in the order given."""
-    kept: list[str] = []
-    for keyword in keywords:
-        keyword = " ".join(clean(keyword).split())
-        if keyword and keyword.lower() not in (k.lower() for k in kept):
-            kept.append(keyword)
-    return kept
+# The ``filter`` column: each kind of term under its key, in the order given.
+_KINDS = (("any", "any_of"), ("all", "all_of"), ("none", "none_of"))
+
+
+def filter_to_json(chosen: Filter) -> dict[str, list[str]]:
+    return {key: list(getattr(chosen, attr)) for key, attr in _KINDS}
+
+
+def filter_from_json(value: Any) -> Filter:
+    """The stored filter; a missing kind (``{}``: the column's default) has no terms."""
+    stored = value if isinstance(value, dict) else {}
+    return Filter(**{attr: tuple(stored.get(key) or ()) for key, attr in _KINDS})
+
+
+def _filter(keywords: Sequence[str], chosen: Filter | None) -> Filter:
+    """The filter to store: ``chosen``, or ``keywords`` read as terms (the config file's
+    as typed there); NULs and runs of whitespace go, repeats in any case go."""
+    terms = chosen.terms() if chosen is not None else keywords
+    return Filter.from_terms((clean(t) for t in terms), strict=False)
 
 
 class SubscriptionsMixin:
@@ -59,8 +71,11 @@ class SubscriptionsMixin:
         recap: bool = True,
         source: str = "slash",
         created_by: str | None = None,
+        filter: Filter | None = None,
     ) -> Subscription:
         """Create or replace; also un-pauses, and revives one a user unsubscribed.
+
+        The filter is ``filter``, or ``keywords`` read as its terms (``x``, ``+x``, ``-x``).
 
         A subscription from the config file stays ``config`` when a user replaces its
         filter by slash command, so unsubscribing it still warns where it came from.
@@ -69,7 +84,7 @@ class SubscriptionsMixin:
         if source not in _SOURCES:
             raise ValueError(f"source must be one of {_SOURCES}, not {source!r}")
         values: dict[str, Any] = {
-            "keywords": _keywords(keywords),
+            "filter": filter_to_json(_filter(keywords, filter)),
             "recap": recap,
             "paused_reason": None,
             "paused_at": None,
