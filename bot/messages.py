@@ -91,9 +91,8 @@ UNKNOWN_SHOW = "There is no show called `{name}`. Shows: {shows}."
 SHOW_TYPO = "There is no show called {name} — did you mean {show}?"
 NO_SHOWS = "No shows are configured yet."
 NAME_THE_SHOW = "Several shows are configured; name one: {shows}."
-TOO_MANY_KEYWORDS = "At most {limit} keywords, please."
+TOO_MANY_KEYWORDS = "At most {limit} keywords (filter terms), not {count}."
 KEYWORD_TOO_LONG = "Keywords are at most {limit} characters each."
-BAD_KEYWORD = "That keyword filter does not read: {reason}."
 NO_CHANNEL = "This command needs a channel, and Slack sent none I can use; run it in a channel."
 BUTTON_OUT_OF_DATE = "Sorry, this button is out of date; run the command again for a fresh one."
 
@@ -137,11 +136,16 @@ WEEK_FELL_BACK = "No episodes yet in week {week}, so here is last week."
 
 SUBSCRIBED = "This channel now gets new *{show}* episodes{filter}."
 SUBSCRIBED_FILTER = " that mention {keywords}"
+# A filter with +/- terms read out ({rule}: "mentions “a”, never “b”"); only -terms: {terms}.
+SUBSCRIBED_RULE = " that pass its filter: {rule}"
+SUBSCRIBED_EXCEPT = " — everything except those that mention {terms}"
 SUBSCRIBED_MANY = "This channel now gets new episodes of {shows}{filter}."
 # The resulting subscription, in one line, after every subscribe.
 SUBSCRIPTION_NOW = "Now: {shows} · {keywords} · weekly recap {recap}"
 SUBSCRIPTION_EVERY = "every episode"
 SUBSCRIPTION_KEYWORDS = "keywords {keywords}"
+SUBSCRIPTION_RULE = "filter: {rule}"
+SUBSCRIPTION_EXCEPT = "every episode except those that mention {terms}"
 RECAP_ON = "on"
 RECAP_OFF = "off"
 # What a new keyword subscription's backfill does (at the next poll).
@@ -150,6 +154,8 @@ BACKFILL_POSTS = "Matching already, and posted here at the next poll: {episodes}
 UNSUBSCRIBED = "This channel no longer gets *{show}* episodes."
 UNSUBSCRIBED_ALL = "This channel no longer gets any episodes ({removed} subscription{s} removed)."
 REPLACES_FILTER = "It replaces the earlier filter {keywords}."
+REPLACES_RULE = "It replaces the earlier filter ({rule})."
+REPLACES_EXCEPT = "It replaces the earlier filter (everything except {terms})."
 REPLACES_NO_FILTER = "It replaces the earlier subscription to every *{show}* episode."
 SUBSCRIBE_RESUMES = "It had been paused ({reason}) and is active again."
 FROM_CONFIG_REMOVE = (
@@ -169,6 +175,8 @@ LIST_EMPTY = f"This channel follows no show yet. Try `{COMMAND} subscribe`."
 LIST_LINE = "*{show}*{filter}{recap}{source}{paused}"
 LIST_FROM_CONFIG = " — set in the config file"
 LIST_FILTER = " — only episodes mentioning {keywords}"
+LIST_RULE = " — only episodes that pass its filter: {rule}"
+LIST_EXCEPT = " — every episode except those mentioning {terms}"
 LIST_NO_RECAP = " — no weekly recap"
 LIST_PAUSED = " — :pause_button: paused since {when}: {reason}"
 STATUS_TITLE = "Feed status"
@@ -201,8 +209,12 @@ PAUSED_DM_COMMAND = "`{command} subscribe {args}`"
 
 def command_arg(value: str) -> str:
     """One argument of a command as ``parse_command`` reads it back: quoted when it has
-    spaces."""
-    return f'"{value}"' if len(value.split()) > 1 else value
+    spaces, a filter term's sign before the quotes (``+"flex attention"``)."""
+    if len(value.split()) <= 1:
+        return value
+    sign = value[0] if value[0] in "+-" else ""
+    return f'{sign}"{value[len(sign) :]}"'
+
 
 
 def subscribe_keywords(keywords: Sequence[str]) -> str:
@@ -243,6 +255,9 @@ FILTER_TOO_MANY = "A filter takes at most {limit} terms, not {count}."
 FILTER_TERM_TOO_LONG = "Filter terms are at most {limit} characters each."
 FILTER_OPEN_QUOTE = "A quote in the filter is never closed; put phrases in pairs of quotes."
 FILTER_LONE_SIGN = "`{term}` needs a word right after the {sign} (like +cuda or -rocm)."
+FILTER_EMPTY_QUOTES = (
+    '`""` is an empty phrase; put words between the quotes, like "flex attention".'
+)
 PREVIEW_NO_EPISODES = "*{show}* has no episodes yet, so there is nothing to preview."
 PREVIEW_TITLE = "Preview of *{show}*: {filter}"
 PREVIEW_SUMMARY = "Of its last {total} episodes, {posted} would be posted and {skipped} skipped."

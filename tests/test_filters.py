@@ -106,3 +106,26 @@ def test_keywords_as_stored_today_are_any_of_and_keep_their_signs() -> None:
 )
 def test_describe(text: str, words: str) -> None:
     assert Filter.parse(text).describe() == words
+
+
+@pytest.mark.parametrize(
+    ("terms", "expected"),
+    [
+        (["fsdp", "+cuda", "-rocm"], Filter(("fsdp",), ("cuda",), ("rocm",))),
+        (["(-rocm)", "[+cuda]"], Filter((), ("cuda",), ("rocm",))),  # the sign inside brackets
+        (["+", "-", "-!!", "mps"], Filter(any_of=("mps",))),  # a sign on nothing asks nothing
+        (['"graph breaks"', " + graphs "], Filter(("graph breaks",), ("graphs",))),
+        (["+x", "x", "-x", "+X"], Filter(("x",), ("x",), ("x",))),
+        ([], Filter()),
+    ],
+)
+def test_terms_as_stored_read_leniently(terms: list[str], expected: Filter) -> None:
+    assert Filter.from_terms(terms, strict=False) == expected
+    # Its terms read back to it, strictly: no any-of term starts with a sign.
+    assert Filter.from_terms(expected.terms()) == expected
+
+
+@pytest.mark.parametrize("terms", [["+"], ["mps", "-!!"], ["(+)"]])
+def test_a_sign_on_nothing_is_refused_when_typed(terms: list[str]) -> None:
+    with pytest.raises(FilterSyntaxError):
+        Filter.from_terms(terms)

@@ -22,6 +22,7 @@ from bot.commands.model import (
     Resume,
     quote_value,
 )
+from bot.commands.names import close_show
 from digests.filters import Filter, FilterSyntaxError
 
 # A term: an optional sign, then a "quoted phrase" or a bare word.
@@ -79,6 +80,8 @@ def read_filter(text: str, subcommand: str) -> Filter:
         raise CommandError(msg.FILTER_OPEN_QUOTE, subcommand)
     terms: list[str] = []
     for sign, phrase, word in _TERM_RE.findall(text.replace(",", " ")):
+        if not (word or sign or phrase.strip()):
+            raise CommandError(msg.FILTER_EMPTY_QUOTES, subcommand)
         term = word or sign + " ".join(phrase.split())
         if term:
             terms.append(term)
@@ -111,6 +114,10 @@ def parse_preview(args: Sequence[str], shows: Sequence[str]) -> Preview:
             raise CommandError(
                 msg.UNKNOWN_SHOW.format(name=first, shows=", ".join(shows)), "preview"
             )
+        typo = close_show(text.replace('"', " ").split(), shows)
+        if typo is not None:  # a misspelt show is not a filter word, as with subscribe
+            name = quote_value(typo[0])
+            raise CommandError(msg.SHOW_TYPO.format(name=name, show=typo[1]), "preview")
         show = shows[0]  # with one show it may be left out, as with subscribe
     return Preview(show, read_filter(rest, "preview").terms())
 

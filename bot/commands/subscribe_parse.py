@@ -27,6 +27,7 @@ from digests.filters import Filter, FilterSyntaxError
 # even one that names a show.
 _KEYWORDS_MARK = "keywords:"
 _RECAP_WORDS = {"on": True, "off": False, "yes": True, "no": False}
+_DOUBLE_QUOTES = str.maketrans({c: '"' for c in "“”„«»"})
 
 
 def _show_at(args: list[Arg], i: int, shows: Sequence[str]) -> tuple[str, int] | None:
@@ -84,16 +85,38 @@ def _split_subscribe(words: list[str], shows: Sequence[str]) -> _SubscribeWords:
     return _SubscribeWords(tuple(found), tuple(rest), recap)
 
 
+def _filter_words(words: list[str]) -> list[str]:
+    """The words with a signed phrase's sign inside its quotes (``+"flex attention"`` →
+    ``"+flex attention"``, one quoted argument), Slack's curly double quotes straight; an
+    opening quote never closed is refused (``"flex attention`` is not two words)."""
+    out = [w.translate(_DOUBLE_QUOTES) for w in words]
+    out = [f'"{w[0]}{w[2:]}' if w[:2] in ('+"', '-"') else w for w in out]
+    i = 0
+    while i < len(out):  # quoted runs paired as ``unquote_words`` pairs them
+        word = out[i]
+        if word.startswith('"') and not (len(word) > 1 and word.endswith('"')):
+            close = next((j for j in range(i + 1, len(out)) if out[j].endswith('"')), None)
+            if close is None:
+                raise CommandError(msg.FILTER_OPEN_QUOTE, "subscribe")
+            i = close
+        i += 1
+    return out
+
+
 def _keyword_terms(words: Sequence[Arg]) -> tuple[str, ...]:
     """Keywords as the channel filter reads them (``digests.filters``): commas split too,
     punctuation round a word goes, repeats in any case go, order is kept."""
     terms: list[str] = []
     for word in words:
         terms += [word.text] if word.quoted else [t for t in word.text.split(",") if t]
-    try:
-        parsed = Filter.from_terms(terms)
-    except FilterSyntaxError as exc:
-        raise CommandError(msg.BAD_KEYWORD.format(reason=str(exc)), "subscribe") from exc
+    for term in terms:
+        try:
+            Filter.from_terms([term])
+        except FilterSyntaxError as exc:  # a sign on nothing, or on punctuation only ("+!")
+            sign = next((c for c in term if c in "+-"), "+")
+            lone = msg.FILTER_LONE_SIGN.format(term=_quote(term), sign=sign)
+            raise CommandError(lone, "subscribe") from exc
+    parsed = Filter.from_terms(terms)
     seen: dict[str, str] = {}
     for term in parsed.terms():
         seen.setdefault(term.casefold(), term)
@@ -103,7 +126,11 @@ def _keyword_terms(words: Sequence[Arg]) -> tuple[str, ...]:
 def parse_subscribe(words: list[str], shows: Sequence[str]) -> Subscribe:
     if not shows:
         raise CommandError(msg.NO_SHOWS, "subscribe")
+    words = _filter_words(words)
     split = _split_subscribe(words, shows)
+    if not split.words and any(w.strip("+-") == '""' for w in words):
+        # `subscribe PyTorch ""` would quietly drop the channel's filter.
+        raise CommandError(msg.FILTER_EMPTY_QUOTES, "subscribe")
     loose = [a.text for a in split.words]
     close = close_show(loose, shows) if not split.shows and loose else None
     if close is not None:
@@ -126,7 +153,8 @@ def parse_subscribe(words: list[str], shows: Sequence[str]) -> Subscribe:
         raise CommandError(msg.KEYWORD_TOO_LONG.format(limit=MAX_KEYWORD_LEN), "subscribe")
     keywords = _keyword_terms(split.words)
     if len(keywords) > MAX_KEYWORDS:
-        raise CommandError(msg.TOO_MANY_KEYWORDS.format(limit=MAX_KEYWORDS), "subscribe")
+        too_many = msg.TOO_MANY_KEYWORDS.format(limit=MAX_KEYWORDS, count=len(keywords))
+        raise CommandError(too_many, "subscribe")
     return Subscribe(named[0], keywords, also=named[1:], recap=split.recap)
 
 

@@ -9,6 +9,7 @@ from datetime import datetime
 from bot import messages as msg
 from bot.commands.base import Deps, Invocation
 from bot.commands.control import hold_note
+from bot.commands.filter_words import filter_text
 from bot.commands.parse import ListSubscriptions, Status, Subscribe, Unsubscribe
 from bot.commands.replies import Block, context, divider, message, nothing, section
 from digests.decide import matches
@@ -18,8 +19,14 @@ from digests.render.limits import Message
 from digests.types import FetchState, Subscription
 
 
-def _keywords(keywords: Sequence[str]) -> str:
-    return ", ".join(f"“{escape.mrkdwn(k)}”" for k in keywords)
+def _subscribed_filter(terms: Sequence[str]) -> str:
+    """`` that mention …`` of the subscribe reply and the announcement ("" for none)."""
+    return filter_text(
+        terms,
+        plain=msg.SUBSCRIBED_FILTER,
+        rule_of=msg.SUBSCRIBED_RULE,
+        only_excludes=msg.SUBSCRIBED_EXCEPT,
+    )
 
 
 def when(value: datetime | None, deps: Deps) -> str:
@@ -57,9 +64,7 @@ def subscribe(command: Subscribe, deps: Deps, invocation: Invocation) -> Message
 
 
 def _filter_words(command: Subscribe) -> str:
-    if not command.keywords:
-        return ""
-    return msg.SUBSCRIBED_FILTER.format(keywords=_keywords(command.keywords))
+    return _subscribed_filter(command.keywords)
 
 
 def _subscribed(command: Subscribe, show: str) -> str:
@@ -91,7 +96,12 @@ def _subscribe_one(
     if before is not None and _folded(before.keywords) != _folded(command.keywords):
         # Subscribing again is a replacement, not an addition: say what is gone.
         changes.append(
-            msg.REPLACES_FILTER.format(keywords=_keywords(before.keywords))
+            filter_text(
+                before.keywords,
+                plain=msg.REPLACES_FILTER,
+                rule_of=msg.REPLACES_RULE,
+                only_excludes=msg.REPLACES_EXCEPT,
+            )
             if before.keywords
             else msg.REPLACES_NO_FILTER.format(show=escape.mrkdwn(show))
         )
@@ -104,9 +114,13 @@ def summary_line(subs: Sequence[Subscription]) -> str:
     """The resulting subscription in one line: shows, keywords, recap on/off."""
     first = subs[0]
     keywords = (
-        msg.SUBSCRIPTION_KEYWORDS.format(keywords=_keywords(first.keywords))
-        if first.keywords
-        else msg.SUBSCRIPTION_EVERY
+        filter_text(
+            first.keywords,
+            plain=msg.SUBSCRIPTION_KEYWORDS,
+            rule_of=msg.SUBSCRIPTION_RULE,
+            only_excludes=msg.SUBSCRIPTION_EXCEPT,
+        )
+        or msg.SUBSCRIPTION_EVERY
     )
     if len({s.recap for s in subs}) == 1:
         recap = msg.RECAP_ON if first.recap else msg.RECAP_OFF
@@ -167,7 +181,9 @@ def pause_reason(code: str | None) -> str:
 
 
 def subscription_line(sub: Subscription, deps: Deps) -> str:
-    wanted = msg.LIST_FILTER.format(keywords=_keywords(sub.keywords)) if sub.keywords else ""
+    wanted = filter_text(
+        sub.keywords, plain=msg.LIST_FILTER, rule_of=msg.LIST_RULE, only_excludes=msg.LIST_EXCEPT
+    )
     paused = (
         msg.LIST_PAUSED.format(
             when=when(sub.paused_at, deps), reason=pause_reason(sub.paused_reason)
@@ -236,11 +252,7 @@ def announcement(command: Subscribe | Unsubscribe, invocation: Invocation) -> Me
         f"<@{invocation.user_id}>" if _USER_ID.fullmatch(invocation.user_id or "") else msg.SOMEONE
     )
     if isinstance(command, Subscribe):
-        wanted = (
-            msg.SUBSCRIBED_FILTER.format(keywords=_keywords(command.keywords))
-            if command.keywords
-            else ""
-        )
+        wanted = _subscribed_filter(command.keywords)
         shows = "*, *".join(escape.mrkdwn(s) for s in command.shows)
         text = msg.ANNOUNCE_SUBSCRIBED.format(who=who, show=shows, filter=wanted)
     elif command.show:
