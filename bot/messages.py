@@ -24,8 +24,9 @@ USAGE: dict[str, str] = {
     "week": f"`{COMMAND} week [2026-W41 | w41 | last | date]` — that week's episodes in short; "
     "with no week, this week's, or last week's while this one has none yet. Every query "
     "takes a show name first, e.g. `recent JAX 3`; without one, the channel's shows",
-    "subscribe": f"`{COMMAND} subscribe [shows…] [keywords…] [recap on|off]` — post new "
-    "episodes here (a keyword that is a show's name: quote it, or write `keywords: …`)",
+    "subscribe": f"`{COMMAND} subscribe [shows…] [filter…] [recap on|off]` — post new "
+    'episodes here; a filter is words and "phrases" (any of them), +required, -excluded (a '
+    "word that is a show's name: quote it, or write `keywords: …`)",
     "unsubscribe": f"`{COMMAND} unsubscribe [show]` — stop posting them here",
     "list": f"`{COMMAND} list` — this channel's subscriptions",
     "status": f"`{COMMAND} status` — each show's last poll, last error and next poll",
@@ -42,8 +43,9 @@ USAGE: dict[str, str] = {
 
 USAGE_SHORT = (
     f"`{COMMAND} [recent [n] | latest | nearby <date | link | words | #PR> | pr <n | link>"
-    " | search <words> | week [week | date] | subscribe [show] [keywords…] | unsubscribe [show]"
-    " | list | status | help]`"
+    " | search <words> | week [week | date] | subscribe [show] [filter…] | unsubscribe [show]"
+    " | list | status | preview [show] [filter…] | pause [show] [for 3d | until mon]"
+    " | resume [show] [--catch-up] | why <episode> | help]`"
 )
 
 HELP_TITLE = "digestbot — developer-briefing podcasts in Slack"
@@ -56,7 +58,10 @@ HELP_EXAMPLES = (
     f"`{COMMAND} week 2026-W41`",
     f"`{COMMAND} subscribe PyTorch fsdp dtensor`",
     f'`{COMMAND} preview PyTorch inductor "flex attention" -rocm`',
+    f"`{COMMAND} subscribe PyTorch -rocm`",
     f"`{COMMAND} pause for 3d`",
+    f"`{COMMAND} resume --catch-up`",
+    f"`{COMMAND} why #199720`",
 )
 USAGE_LABEL = "Usage: {usage}"
 EXAMPLES_LABEL = "Examples: {examples}"

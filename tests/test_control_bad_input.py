@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bot import messages as msg
 from digests.filters import Filter
 from tests.fixtures.app import wait_for
 from tests.fixtures.control import START, Rig
@@ -119,3 +120,24 @@ async def test_signed_phrases_and_mixed_filters_are_read_out(rig: Rig) -> None:
         "It replaces the earlier filter (mentions “inductor”, must mention “flex attention”, "
         "never “rocm”)."
     )
+
+
+async def test_help_lists_every_channel_control_with_the_filter_syntax(rig: Rig) -> None:
+    everything = "\n".join(rig.slash("help"))
+    assert (
+        "`/episodes subscribe [shows…] [filter…] [recap on|off]` — post new episodes here; a "
+        'filter is words and "phrases" (any of them), +required, -excluded'
+    ) in everything
+    for usage in (
+        "`/episodes preview [show] [filter…]`",
+        "`/episodes pause [show] [for 3d | until mon | until 2026-12-24]`",
+        "`/episodes resume [show] [--catch-up]`",
+        "`/episodes why &lt;episode link",
+        "`/episodes subscribe PyTorch -rocm`",
+    ):
+        assert usage in everything
+    # An unknown subcommand gets the help too.
+    assert rig.slash("frobnicate")[0].startswith("I don't know `frobnicate`. *digestbot")
+    # The short usage (an error of no one subcommand) names them as well.
+    for word in ("preview [show] [filter…]", "pause [show]", "resume [show]", "why <episode>"):
+        assert f"| {word}" in msg.USAGE_SHORT
