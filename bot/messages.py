@@ -24,9 +24,10 @@ USAGE: dict[str, str] = {
     "week": f"`{COMMAND} week [2026-W41 | w41 | last | date]` — that week's episodes in short; "
     "with no week, this week's, or last week's while this one has none yet. Every query "
     "takes a show name first, e.g. `recent JAX 3`; without one, the channel's shows",
-    "subscribe": f"`{COMMAND} subscribe [shows…] [filter…] [recap on|off]` — post new "
+    "subscribe": f"`{COMMAND} subscribe [shows…] [filter…] [recap on|off] [daily [17:00] | daily off]` — post new "
     'episodes here; a filter is words and "phrases" (any of them), +required, -excluded (a '
-    "word that is a show's name: quote it, or write `keywords: …`)",
+    "word that is a show's name: quote it, or write `keywords: …`); `daily 17:00` (or `daily`, "
+    "`daily 5pm`): one message a day listing that day's instead, `daily off`: one per episode",
     "unsubscribe": f"`{COMMAND} unsubscribe [show]` — stop posting them here",
     "list": f"`{COMMAND} list` — this channel's subscriptions",
     "status": f"`{COMMAND} status` — each show's last poll, last error and next poll",
@@ -57,6 +58,7 @@ HELP_EXAMPLES = (
     f"`{COMMAND} search all-gather`",
     f"`{COMMAND} week 2026-W41`",
     f"`{COMMAND} subscribe PyTorch fsdp dtensor`",
+    f"`{COMMAND} subscribe PyTorch daily 17:00`",
     f'`{COMMAND} preview PyTorch inductor "flex attention" -rocm`',
     f"`{COMMAND} subscribe PyTorch -rocm`",
     f"`{COMMAND} pause for 3d`",
@@ -98,6 +100,10 @@ NO_SHOWS = "No shows are configured yet."
 NAME_THE_SHOW = "Several shows are configured; name one: {shows}."
 TOO_MANY_KEYWORDS = "At most {limit} keywords (filter terms), not {count}."
 KEYWORD_TOO_LONG = "Keywords are at most {limit} characters each."
+BAD_DAILY_TIME = (
+    "{value} is not a time of day: `daily` takes a 24-hour time from 00:00 to 23:59 "
+    "(or 5pm, 9:30am), e.g. `daily 17:00`."
+)
 NO_CHANNEL = "This command needs a channel, and Slack sent none I can use; run it in a channel."
 BUTTON_OUT_OF_DATE = "Sorry, this button is out of date; run the command again for a fresh one."
 
@@ -146,7 +152,12 @@ SUBSCRIBED_RULE = " that pass its filter: {rule}"
 SUBSCRIBED_EXCEPT = " — everything except those that mention {terms}"
 SUBSCRIBED_MANY = "This channel now gets new episodes of {shows}{filter}."
 # The resulting subscription, in one line, after every subscribe.
-SUBSCRIPTION_NOW = "Now: {shows} · {keywords} · weekly recap {recap}"
+SUBSCRIPTION_NOW = "Now: {shows} · {keywords} · weekly recap {recap}{mode}"
+# Appended for daily mode (per episode, the default, says nothing). {at}: "17:00";
+# {timezone}: the configured zone's name.
+MODE_DAILY = " · daily at {at} ({timezone})"
+MODE_MIXED = " · daily at {at} ({timezone}) for {shows}, the others per episode"
+DAILY_TIME_MOVED = "This channel's other daily subscriptions move to {at} too (one message a day)."
 SUBSCRIPTION_EVERY = "every episode"
 SUBSCRIPTION_KEYWORDS = "keywords {keywords}"
 SUBSCRIPTION_RULE = "filter: {rule}"
@@ -177,12 +188,13 @@ SOMEONE = "Someone"
 ANY_SHOW = "any show"
 LIST_TITLE = "Subscriptions of this channel"
 LIST_EMPTY = f"This channel follows no show yet. Try `{COMMAND} subscribe`."
-LIST_LINE = "*{show}*{filter}{recap}{source}{paused}"
+LIST_LINE = "*{show}*{filter}{daily}{recap}{source}{paused}"
 LIST_FROM_CONFIG = " — set in the config file"
 LIST_FILTER = " — only episodes mentioning {keywords}"
 LIST_RULE = " — only episodes that pass its filter: {rule}"
 LIST_EXCEPT = " — every episode except those mentioning {terms}"
 LIST_NO_RECAP = " — no weekly recap"
+LIST_DAILY = " — daily at {at} ({timezone})"
 LIST_PAUSED = " — :pause_button: paused since {when}: {reason}"
 STATUS_TITLE = "Feed status"
 STATUS_LINE = (
@@ -224,8 +236,11 @@ def command_arg(value: str) -> str:
 
 def subscribe_keywords(keywords: Sequence[str]) -> str:
     """``keywords: …`` as ``parse_command`` reads it: every word after it is a keyword,
-    even one that names a show."""
-    return f"keywords: {' '.join(command_arg(k) for k in keywords)}" if keywords else ""
+    even one that names a show; ``daily`` last is quoted (bare, it would be the mode)."""
+    args = [command_arg(k) for k in keywords]
+    if args and args[-1].casefold() == "daily":
+        args[-1] = f'"{args[-1]}"'
+    return f"keywords: {' '.join(args)}" if keywords else ""
 
 
 def subscribe_args(show: str, keywords: Sequence[str] = ()) -> str:

@@ -26,6 +26,7 @@ import httpx
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from bot.daily import daily_job
 from bot.delivery import Deliverer
 from bot.delivery.paced import TRANSIENT
 from bot.enrichment import GitHubSession
@@ -82,7 +83,7 @@ class Clock:
     ``sweep_seconds``, first at start-up; None leaves it out): the poll jobs re-offer only
     their own show's unfinished rows and only every ``poll_minutes``, so when another clock
     dies mid fan-out it is the sweep that finishes its channels. ``extra_jobs`` get the
-    scheduler to add theirs (the weekly recap).
+    scheduler to add theirs (the weekly recap, the daily digests).
 
     ``now`` is a clock (or a fixed time, for tests that only inspect the jobs).
     """
@@ -299,7 +300,10 @@ async def _run(
     outbox = make_outbox(settings, sys.stdout, store)
     renderer = Renderer.of(settings)
     deliverer = Deliverer(store, outbox)
-    extra: list[ExtraJob] = [recap_job(settings, store, deliverer, renderer)]
+    extra: list[ExtraJob] = [
+        recap_job(settings, store, deliverer, renderer),
+        daily_job(settings, store, deliverer, renderer),
+    ]
     async with make_http_client() as http_client:
         clock = Clock(
             settings,

@@ -129,7 +129,8 @@ def decide(
     )
     due: list[Due] = []
     for sub in subscriptions:
-        if sub.show == show and not sub.paused:
+        # A channel in daily mode gets the day's episodes in one message (digests.daily).
+        if sub.show == show and not sub.paused and not sub.daily:
             due += _due_for(sub, ledger.get((sub.team_id, sub.channel_id), {}), poll)
     return due
 
@@ -298,5 +299,8 @@ def ledger_step(
 def held_back(sub: Subscription, episode: Episode, poll: _Candidates) -> bool:
     """Whether ``episode`` reached the show while ``sub`` was paused by a user: such an
     episode is never posted there unless asked for (``resume --catch-up`` gives it a
-    ledger row), however long ago the pause ended."""
-    return sub.holds(poll.arrival(episode))
+    ledger row), however long ago the pause ended. Nor one that arrived before the channel
+    last changed mode (from daily back to per episode): the daily digests had it."""
+    arrival = poll.arrival(episode)
+    changed = sub.mode_changed_at
+    return sub.holds(arrival) or (changed is not None and arrival < changed)

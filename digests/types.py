@@ -104,6 +104,16 @@ class Subscription:
     # Kept after it ends, so what arrived meanwhile stays unposted.
     held_at: datetime | None = field(default=None, compare=False)
     held_until: datetime | None = field(default=None, compare=False)
+    # Daily digest mode (`subscribe … daily 17:00`): the local time of day ("HH:MM", in
+    # `timezone`) of the channel's one message a day; None: a digest per episode.
+    daily_at: str | None = None
+    # When the current mode began (NULL: never changed): what arrived before it was the
+    # other mode's to post, so neither mode posts it again.
+    mode_changed_at: datetime | None = field(default=None, compare=False)
+
+    @property
+    def daily(self) -> bool:
+        return self.daily_at is not None
 
     @property
     def paused(self) -> bool:

@@ -114,6 +114,9 @@ def week_containing(day: date) -> Week:
     return Week(iso.year, iso.week)
 
 
+DAILY_OFF = "off"
+
+
 @dataclass(frozen=True)
 class Subscribe:
     show: str
@@ -122,6 +125,9 @@ class Subscribe:
     also: tuple[str, ...] = ()
     # `recap on|off`; None keeps what the channel had (on for a new subscription).
     recap: bool | None = None
+    # `daily 17:00` ("HH:MM"), `daily off` (DAILY_OFF: a digest per episode); None keeps
+    # the mode the subscription had (per episode for a new one).
+    daily: str | None = None
 
     @property
     def shows(self) -> tuple[str, ...]:

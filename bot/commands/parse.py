@@ -348,9 +348,10 @@ def _canonical(command: Command) -> str:
         case Week(year, number, _, show):
             week = f" {year}-W{number:02d}" if year and number else ""
             return f"week {_on(show)}".rstrip() + week
-        case Subscribe(show, keywords, also, recap):
+        case Subscribe(show, keywords, also, recap, daily):
             recap_text = "" if recap is None else f" recap {'on' if recap else 'off'}"
-            return f"subscribe {subscribe_text(show, keywords, also)}{recap_text}"
+            daily_text = "" if daily is None else f" daily {daily}"
+            return f"subscribe {subscribe_text(show, keywords, also)}{recap_text}{daily_text}"
         case Unsubscribe(show):
             return f"unsubscribe {_quote_arg(show)}" if show else "unsubscribe"
         case ListSubscriptions():

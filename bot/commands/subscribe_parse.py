@@ -3,7 +3,7 @@
 Show names are found anywhere in the words (a known show name is never a keyword, unless
 quoted after a show or after ``keywords:``); the rest are keywords, read by
 ``digests.filters`` (commas and spaces split, punctuation round a word goes); ``recap
-on|off`` at the end sets the weekly recap.
+on|off`` at the end sets the weekly recap, ``daily [17:00 | 5pm | off]`` the daily mode.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from bot import messages as msg
 from bot.commands.model import (
+    DAILY_OFF,
     MAX_KEYWORD_LEN,
     MAX_KEYWORDS,
     CommandError,
@@ -21,6 +22,7 @@ from bot.commands.model import (
 )
 from bot.commands.model import quote_value as _quote
 from bot.commands.names import Arg, close_show, fold, match_show, show_list, unquote_words
+from digests.daily import DEFAULT_TIME, BadTime, parse_time_of_day
 from digests.filters import Filter, FilterSyntaxError
 
 # `subscribe PyTorch keywords:jax` / `keywords: "jax"`: every word after it is a keyword,
@@ -49,6 +51,55 @@ class _SubscribeWords:
     shows: tuple[str, ...]
     words: tuple[Arg, ...]  # the keyword words, as typed
     recap: bool | None
+    daily: str | None = None
+
+
+def _ends_a_show(args: list[Arg], shows: Sequence[str]) -> bool:
+    """Whether the last words name a show (``Deep Learning Daily``), or look like a typo of
+    one that ends in that word (``Deep Lerning Daily``)."""
+    if any(match_show(" ".join(a.text for a in args[-k:]), shows) for k in range(1, len(args) + 1)):
+        return True
+    last = fold(args[-1].text)
+    return any(
+        (close := close_show([a.text for a in args[i:]], shows)) is not None
+        and fold(close[1]).split()[-1] == last
+        for i in range(len(args))
+    )
+
+
+def _read_daily(args: list[Arg], shows: Sequence[str]) -> tuple[list[Arg], str | None]:
+    """``daily``, ``daily 17:00`` / ``daily 5pm`` or ``daily off`` at the end, taken off."""
+    last = args[-1] if args else None
+    if last is None or last.quoted:
+        return args, None
+    if fold(last.text) == "daily" and not _ends_a_show(args, shows):
+        return args[:-1], DEFAULT_TIME
+    if len(args) < 2 or args[-2].quoted or fold(args[-2].text) != "daily":
+        return args, None
+    if fold(last.text) in ("off", "no"):
+        return args[:-2], DAILY_OFF
+    if not last.text[:1].isdigit():
+        return args, None  # `daily standup`: keywords
+    try:
+        return args[:-2], parse_time_of_day(last.text)
+    except BadTime:
+        raise CommandError(
+            msg.BAD_DAILY_TIME.format(value=_quote(last.text)), "subscribe"
+        ) from None
+
+
+def _read_options(
+    args: list[Arg], shows: Sequence[str]
+) -> tuple[list[Arg], bool | None, str | None]:
+    """``recap on|off`` and ``daily …`` at the end, in either order."""
+    recap: bool | None = None
+    daily: str | None = None
+    for _ in range(2):
+        if recap is None:
+            args, recap = _read_recap(args)
+        if daily is None:
+            args, daily = _read_daily(args, shows)
+    return args, recap, daily
 
 
 def _read_recap(args: list[Arg]) -> tuple[list[Arg], bool | None]:
@@ -63,7 +114,7 @@ def _read_recap(args: list[Arg]) -> tuple[list[Arg], bool | None]:
 def _split_subscribe(words: list[str], shows: Sequence[str]) -> _SubscribeWords:
     """Shows wherever they are named, the rest keywords: a known show name is never a
     keyword unless it is quoted after a show, or follows ``keywords:``."""
-    args, recap = _read_recap(unquote_words(words))
+    args, recap, daily = _read_options(unquote_words(words), shows)
     found: list[str] = []
     rest: list[Arg] = []
     i = 0
@@ -82,7 +133,7 @@ def _split_subscribe(words: list[str], shows: Sequence[str]) -> _SubscribeWords:
         if hit[0] not in found:
             found.append(hit[0])
         i += hit[1]
-    return _SubscribeWords(tuple(found), tuple(rest), recap)
+    return _SubscribeWords(tuple(found), tuple(rest), recap, daily)
 
 
 def _filter_words(words: list[str]) -> list[str]:
@@ -155,7 +206,7 @@ def parse_subscribe(words: list[str], shows: Sequence[str]) -> Subscribe:
     if len(keywords) > MAX_KEYWORDS:
         too_many = msg.TOO_MANY_KEYWORDS.format(limit=MAX_KEYWORDS, count=len(keywords))
         raise CommandError(too_many, "subscribe")
-    return Subscribe(named[0], keywords, also=named[1:], recap=split.recap)
+    return Subscribe(named[0], keywords, also=named[1:], recap=split.recap, daily=split.daily)
 
 
 def parse_unsubscribe(words: list[str], shows: Sequence[str]) -> Unsubscribe:

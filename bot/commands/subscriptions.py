@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from bot import messages as msg
 from bot.commands.base import Deps, Invocation
 from bot.commands.control import hold_note
 from bot.commands.filter_words import filter_text
+from bot.commands.model import DAILY_OFF
 from bot.commands.parse import ListSubscriptions, Status, Subscribe, Unsubscribe
 from bot.commands.replies import Block, context, divider, message, nothing, section
 from digests.decide import matches
@@ -59,7 +61,11 @@ def subscribe(command: Subscribe, deps: Deps, invocation: Invocation) -> Message
         parts = [msg.SUBSCRIBED_MANY.format(shows=names, filter=_filter_words(command))]
         parts += [f"*{escape.mrkdwn(show)}*: {' '.join(c)}" for show, c in notes if c]
         text = " ".join(parts)
-    blocks = [section(text), section(summary_line(made))]
+    if command.daily not in (None, DAILY_OFF) and deps.store.set_daily_time(
+        invocation.team_id, invocation.channel_id, command.daily
+    ):
+        text += " " + msg.DAILY_TIME_MOVED.format(at=command.daily)
+    blocks = [section(text), section(summary_line(made, deps))]
     return message(text, blocks + _backfill_note(command, deps, new))
 
 
@@ -84,6 +90,11 @@ def _subscribe_one(
     ) or (None,)
     # Subscribing again replaces the filter, not the channel's choice about the recap.
     recap = command.recap if command.recap is not None else (before.recap if before else True)
+    # Nor its mode, unless `daily …` says.
+    mode: dict[str, Any] = {}
+    if command.daily is not None:
+        mode["daily_at"] = None if command.daily == DAILY_OFF else command.daily
+        mode["changed_at"] = deps.now()
     sub = deps.store.subscribe(
         invocation.team_id,
         invocation.channel_id,
@@ -91,6 +102,7 @@ def _subscribe_one(
         keywords=command.keywords,
         recap=recap,
         created_by=invocation.user_id or None,
+        **mode,
     )
     changes: list[str] = []
     if before is not None and _folded(before.keywords) != _folded(command.keywords):
@@ -110,8 +122,18 @@ def _subscribe_one(
     return before, sub, changes
 
 
-def summary_line(subs: Sequence[Subscription]) -> str:
-    """The resulting subscription in one line: shows, keywords, recap on/off."""
+def _mode_note(subs: Sequence[Subscription], deps: Deps) -> str:
+    daily = [s for s in subs if s.daily_at]
+    if not daily:
+        return ""
+    at, zone = str(daily[0].daily_at), deps.settings.timezone
+    if len(daily) == len(subs):
+        return msg.MODE_DAILY.format(at=at, timezone=zone)
+    return msg.MODE_MIXED.format(at=at, timezone=zone, shows=_show_names([s.show for s in daily]))
+
+
+def summary_line(subs: Sequence[Subscription], deps: Deps) -> str:
+    """The resulting subscription in one line: shows, keywords, recap on/off, daily mode."""
     first = subs[0]
     keywords = (
         filter_text(
@@ -129,7 +151,10 @@ def summary_line(subs: Sequence[Subscription]) -> str:
             f"{msg.RECAP_ON if s.recap else msg.RECAP_OFF} ({escape.mrkdwn(s.show)})" for s in subs
         )
     return msg.SUBSCRIPTION_NOW.format(
-        shows=_show_names([s.show for s in subs]), keywords=keywords, recap=recap
+        shows=_show_names([s.show for s in subs]),
+        keywords=keywords,
+        recap=recap,
+        mode=_mode_note(subs, deps),
     )
 
 
@@ -191,9 +216,15 @@ def subscription_line(sub: Subscription, deps: Deps) -> str:
         if sub.paused
         else ""
     )
+    daily = (
+        msg.LIST_DAILY.format(at=sub.daily_at, timezone=deps.settings.timezone)
+        if sub.daily_at
+        else ""
+    )
     return msg.LIST_LINE.format(
         show=escape.mrkdwn(sub.show),
         filter=wanted,
+        daily=daily,
         recap="" if sub.recap else msg.LIST_NO_RECAP,
         source=msg.LIST_FROM_CONFIG if sub.source == "config" else "",
         paused=paused + hold_note(sub, deps),

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from digests.types import Ident
 
-Kind = Literal["episode", "recap", "notice"]
+Kind = Literal["episode", "recap", "notice", "daily"]
 
 
 @dataclass(frozen=True)

@@ -175,6 +175,10 @@ subscriptions = sa.Table(
     # resumed) is not posted (migration 0012).
     sa.Column("held_at", UTCDateTime),
     sa.Column("held_until", UTCDateTime),
+    # Daily digest mode: "HH:MM" in `timezone` (NULL: a digest per episode), and when the
+    # current mode began (migration 0015).
+    sa.Column("daily_at", sa.String(5)),
+    sa.Column("mode_changed_at", UTCDateTime),
     sa.UniqueConstraint("team_id", "channel_id", "show"),
     sa.CheckConstraint("source IN ('config', 'slash')", name="source"),
 )

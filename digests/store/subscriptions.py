@@ -33,6 +33,8 @@ def _subscription(row: sa.Row[Any]) -> Subscription:
         unsubscribed_at=row.unsubscribed_at,
         held_at=row.held_at,
         held_until=row.held_until,
+        daily_at=row.daily_at,
+        mode_changed_at=row.mode_changed_at,
     )
 
 
@@ -57,6 +59,29 @@ def _filter(keywords: Sequence[str], chosen: Filter | None) -> Filter:
     return Filter.from_terms((clean(t) for t in terms), strict=False)
 
 
+class _Keep:
+    """``subscribe(daily_at=KEEP)``: the mode the subscription had (per episode if new)."""
+
+
+KEEP = _Keep()
+
+
+def _mode_values(daily_at: str | _Keep | None, now: datetime) -> dict[str, Any]:
+    """The columns a subscribe sets for its mode: ``daily_at``, and ``mode_changed_at`` (now)
+    only when the mode changes between per-episode and daily."""
+    if isinstance(daily_at, _Keep):
+        return {}
+    was_other = (
+        subscriptions.c.daily_at.is_not(None)
+        if daily_at is None
+        else subscriptions.c.daily_at.is_(None)
+    )
+    return {
+        "daily_at": daily_at,
+        "mode_changed_at": sa.case((was_other, now), else_=subscriptions.c.mode_changed_at),
+    }
+
+
 class SubscriptionsMixin:
     """The ``subscriptions`` aggregate of :class:`digests.store.Store`."""
 
@@ -72,10 +97,16 @@ class SubscriptionsMixin:
         source: str = "slash",
         created_by: str | None = None,
         filter: Filter | None = None,
+        daily_at: str | _Keep | None = KEEP,
+        changed_at: datetime | None = None,
     ) -> Subscription:
         """Create or replace; also un-pauses, and revives one a user unsubscribed.
 
         The filter is ``filter``, or ``keywords`` read as its terms (``x``, ``+x``, ``-x``).
+
+        ``daily_at`` ("HH:MM"): daily digest mode; None: a digest per episode; ``KEEP``: the
+        mode it had (per episode for a new one). Changing mode stamps ``mode_changed_at``
+        with ``changed_at`` (the caller's clock; default now).
 
         A subscription from the config file stays ``config`` when a user replaces its
         filter by slash command, so unsubscribing it still warns where it came from.
@@ -97,15 +128,26 @@ class SubscriptionsMixin:
             if self._db.dialect == "postgresql"
             else sqlite_dialect.insert(subscriptions)
         )
+        now = datetime.now(UTC)
         stmt = insert_.values(
-            team_id=team_id, channel_id=channel_id, show=show, created_at=datetime.now(UTC)
+            team_id=team_id,
+            channel_id=channel_id,
+            show=show,
+            created_at=now,
+            daily_at=None if isinstance(daily_at, _Keep) else daily_at,
         ).values(**values)
-        update = values | {
-            "source": sa.case(
-                (subscriptions.c.source == "config", "config"), else_=stmt.excluded.source
-            ),
-            "created_by": sa.func.coalesce(stmt.excluded.created_by, subscriptions.c.created_by),
-        }
+        update = (
+            values
+            | _mode_values(daily_at, now)
+            | {
+                "source": sa.case(
+                    (subscriptions.c.source == "config", "config"), else_=stmt.excluded.source
+                ),
+                "created_by": sa.func.coalesce(
+                    stmt.excluded.created_by, subscriptions.c.created_by
+                ),
+            }
+        )
         stmt = stmt.on_conflict_do_update(
             index_elements=["team_id", "channel_id", "show"], set_=update
         )
@@ -119,6 +161,22 @@ class SubscriptionsMixin:
                 )
             ).one()
         return _subscription(row)
+
+    def set_daily_time(self, team_id: str, channel_id: str, daily_at: str) -> int:
+        """Move the channel's daily subscriptions to ``daily_at`` (a channel gets one daily
+        message, at one time); how many changed."""
+        with self._db.transaction(f"setting {channel_id}'s daily time") as conn:
+            changed = conn.execute(
+                sa.update(subscriptions)
+                .where(
+                    subscriptions.c.team_id == team_id,
+                    subscriptions.c.channel_id == channel_id,
+                    subscriptions.c.daily_at.is_not(None),
+                    subscriptions.c.daily_at != daily_at,
+                )
+                .values(daily_at=daily_at)
+            ).rowcount
+        return int(changed)
 
     def unsubscribe(self, team_id: str, channel_id: str, show: str | None = None) -> int:
         """Drop the channel's subscription to ``show`` (all of them when None); the count.

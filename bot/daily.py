@@ -1,0 +1,185 @@
+"""Daily digest mode, scheduled: each daily channel's message at its time, exactly once.
+
+What a day's digest holds is ``digests.daily`` (pure); this module reads the store, renders
+and hands the messages to the deliverer, like the weekly recap (``bot.recap``).
+
+Exactly once: a channel's digest of a local day is a ``Delivery`` of kind ``"daily"`` keyed
+by the day (``2026-10-25``), so the ledger makes restarts, retries, catch-ups and a second
+clock post it at most once. One job (``DAILY_JOB_ID``) looks every ``CHECK_SECONDS`` for
+channels whose time has come: the latest digest time at or before now, when that is within
+``DAILY_GRACE`` (a clock down at 17:00 posts when it is back that evening; one back the next
+morning waits for that day's). Who gets it: the subscriptions made by then. A day without
+matching episodes posts nothing and leaves no row.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, date, datetime, timedelta
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from bot.delivery import Deliverer, Delivery, DeliveryReport
+from bot.enrichment import attach_details
+from config.settings import Settings
+from digests.daily import Arrival, channel_episodes, day_key, last_due, window
+from digests.render import Renderer
+from digests.render.daily import render_daily
+from digests.store import Store
+from digests.types import LedgerState, Subscription
+
+log = logging.getLogger(__name__)
+
+DAILY_JOB_ID = "daily-digests"
+DAILY_GRACE = timedelta(hours=6)
+CHECK_SECONDS = 60
+# Episodes read per show and window at most (a day's digest lists 15 and counts the rest).
+MAX_ARRIVALS = 500
+_FINISHED = {LedgerState.POSTED, LedgerState.FAILED}
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _aware(when: datetime) -> datetime:
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+class _Due:
+    """One channel's digest that is due: its day, its window, its subscriptions."""
+
+    def __init__(self, subs: list[Subscription], day: date, start: datetime, end: datetime):
+        self.subs, self.day, self.start, self.end = subs, day, start, end
+        self.team_id, self.channel_id = subs[0].team_id, subs[0].channel_id
+
+    @property
+    def key(self) -> str:
+        return day_key(self.day)
+
+
+def due_channels(
+    settings: Settings, subscriptions: Iterable[Subscription], now: datetime, grace: timedelta
+) -> list[_Due]:
+    """The daily channels whose digest time has come within ``grace`` before ``now``."""
+    by_channel: dict[tuple[str, str], list[Subscription]] = {}
+    for sub in subscriptions:
+        if sub.daily and not sub.paused:
+            by_channel.setdefault((sub.team_id, sub.channel_id), []).append(sub)
+    out: list[_Due] = []
+    for subs in by_channel.values():
+        at = min(s.daily_at for s in subs if s.daily_at)
+        day, due = last_due(now, at, settings.tz)
+        if now - due > grace:
+            continue
+        # A subscription made after the time gets its first digest the next day.
+        mine = [s for s in subs if s.created_at is None or _aware(s.created_at) <= due]
+        if mine:
+            out.append(_Due(mine, day, *window(day, at, settings.tz)))
+    return out
+
+
+def _arrivals(settings: Settings, store: Store, due: Sequence[_Due]) -> list[Arrival]:
+    """Every episode of the due channels' shows first seen in their windows."""
+    spans: dict[str, tuple[datetime, datetime]] = {}
+    for d in due:
+        for sub in d.subs:
+            start, end = spans.get(sub.show, (d.start, d.end))
+            spans[sub.show] = (min(start, d.start), max(end, d.end))
+    out: list[Arrival] = []
+    for show, (start, end) in sorted(spans.items()):
+        episodes = store.arrived_between(show, start, end, MAX_ARRIVALS)
+        seen = store.first_seen(show, [e.guid for e in episodes])
+        detailed = attach_details(settings, store, episodes)
+        out += [Arrival(e, seen[e.guid]) for e in detailed if e.guid in seen]
+    return out
+
+
+def daily_deliveries(
+    settings: Settings,
+    store: Store,
+    deliverer: Deliverer,
+    renderer: Renderer,
+    now: datetime,
+    *,
+    grace: timedelta = DAILY_GRACE,
+) -> list[Delivery]:
+    """The daily digests due at ``now`` that the ledger does not have finished yet."""
+    due = due_channels(settings, store.subscriptions(include_paused=False), now, grace)
+    if not due:
+        return []
+    entries = deliverer.ledger.entries(
+        "daily", {d.key for d in due}, [(d.team_id, d.channel_id) for d in due]
+    )
+    due = [
+        d
+        for d in due
+        if (e := entries.get((d.team_id, d.channel_id), {}).get(d.key)) is None
+        or e.state not in _FINISHED
+    ]
+    arrivals = _arrivals(settings, store, due) if due else []
+    out: list[Delivery] = []
+    for d in due:
+        episodes = channel_episodes(d.subs, arrivals, d.start, d.end)
+        if not episodes:
+            continue
+        shows = sorted({s.show for s in d.subs})
+        message = render_daily(episodes, renderer, shows=shows, day=d.day)
+        out.append(Delivery(d.team_id, d.channel_id, "daily", d.key, message))
+    return out
+
+
+async def post_daily(
+    settings: Settings,
+    store: Store,
+    deliverer: Deliverer,
+    renderer: Renderer,
+    now: datetime,
+    *,
+    grace: timedelta = DAILY_GRACE,
+) -> DeliveryReport:
+    """Deliver every daily digest due at ``now``. Safe to call any number of times, from
+    any number of clocks: the ledger posts each channel's day once."""
+    items = daily_deliveries(settings, store, deliverer, renderer, now, grace=grace)
+    if not items:
+        return DeliveryReport()
+    report = await deliverer.deliver(items)
+    log.info(
+        "daily digests: %d channels, %d posted, %d already there, %d failed",
+        len(items),
+        len(report.posted),
+        len(report.unchanged) + len(report.recovered),
+        len(report.failed),
+    )
+    return report
+
+
+def daily_job(
+    settings: Settings,
+    store: Store,
+    deliverer: Deliverer,
+    renderer: Renderer,
+    *,
+    clock: Callable[[], datetime] = _utcnow,
+    every: float = CHECK_SECONDS,
+) -> Callable[[AsyncIOScheduler], None]:
+    """What ``Clock(..., extra_jobs=[...])`` calls to add the daily digests' job."""
+
+    async def run() -> None:
+        await post_daily(settings, store, deliverer, renderer, clock())
+
+    def add(scheduler: AsyncIOScheduler) -> None:
+        scheduler.add_job(
+            run,
+            trigger=IntervalTrigger(seconds=every, timezone=UTC),
+            id=DAILY_JOB_ID,
+            name="daily digests",
+            replace_existing=True,
+            coalesce=True,
+            max_instances=1,
+            next_run_time=clock(),  # at start: a digest due while this clock was down
+        )
+
+    return add
