@@ -195,6 +195,8 @@ LIST_RULE = " — only episodes that pass its filter: {rule}"
 LIST_EXCEPT = " — every episode except those mentioning {terms}"
 LIST_NO_RECAP = " — no weekly recap"
 LIST_DAILY = " — daily at {at} ({timezone})"
+STATUS_DAILY_TITLE = "Daily digest here"
+STATUS_DAILY_LINE = "• *{show}* at {at} ({timezone}) · next {next}"
 LIST_PAUSED = " — :pause_button: paused since {when}: {reason}"
 STATUS_TITLE = "Feed status"
 STATUS_LINE = (
@@ -344,6 +346,14 @@ WHY_FAILED = (
 WHY_CHANNEL_PAUSED = "Not posted: posting here is paused because {reason}."
 WHY_HELD = "Not posted: it arrived while *{show}* was paused here (until {until})."
 WHY_HELD_OPEN = "resumed"
+WHY_DAILY = (
+    "This channel gets *{show}* in one message a day at {at} ({timezone}): it was in the "
+    "daily digest of {when}."
+)
+WHY_DAILY_DUE = (
+    "This channel gets *{show}* in one message a day at {at} ({timezone}): it goes in the "
+    "daily digest due {when}."
+)
 WHY_BEFORE = "Not posted: it came out before this channel subscribed ({when})."
 WHY_EXCLUDED = "Skipped by this channel's filter: it mentions {term}, which is excluded."
 WHY_REQUIRED = "Skipped by this channel's filter: it does not mention {term}, which is required."

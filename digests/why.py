@@ -4,16 +4,18 @@
 the episode (None: the archive does not have it) and the show's fetch state, and names the
 one reason that applies, in the order the pipeline applies them: a ledger row is the
 record of what happened; without one, a user pause, the subscription's age, the filter
-(which term), a Slack-side pause, or the episode being passed over (older than what the
+(which term), the channel's daily digest listing it, a Slack-side pause, or the episode
+being passed over (older than what the
 channel already had, or beyond the catch-up cap of one poll).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from enum import StrEnum
 
+from digests.daily import Arrival, next_due, wanted, window
 from digests.filters import Check, Filter
 from digests.models import Episode
 from digests.types import FetchState, LedgerState, Subscription
@@ -25,6 +27,7 @@ class Reason(StrEnum):
     FAILED = "failed"  # Slack refused it: retried only if the episode changes
     CHANNEL_PAUSED = "channel_paused"  # Slack-side: archived, removed, not found
     HELD = "held"  # arrived during a user pause
+    DAILY = "daily"  # the channel's daily digest lists it (when: that digest's time)
     BEFORE_SUBSCRIPTION = "before_subscription"
     FILTERED = "filtered"
     PASSED_OVER = "passed_over"
@@ -59,6 +62,16 @@ def filter_check(episode: Episode, chosen: Filter) -> Check:
     return chosen.check(episode, extra)
 
 
+def _in_daily(episode: Episode, sub: Subscription, arrived: datetime, tz: tzinfo) -> bool:
+    """Whether a daily digest of ``sub`` lists ``episode`` (``digests.daily.wanted``)."""
+    assert sub.daily_at is not None
+    due = next_due(arrived, sub.daily_at, tz)
+    if sub.created_at is not None and sub.created_at > due:
+        return False  # subscribed after that day's digest (``bot.daily``)
+    start, end = window(due.astimezone(tz).date(), sub.daily_at, tz)
+    return wanted(sub, Arrival(episode, arrived), start, end)
+
+
 def _from_ledger(row: Delivered, sub: Subscription) -> Why:
     if row.state == LedgerState.POSTED:
         return Why(Reason.POSTED, when=row.updated_at, ts=row.ts)
@@ -76,6 +89,7 @@ def explain(
     feed: FetchState,
     *,
     first_seen: datetime | None = None,
+    tz: tzinfo = UTC,
 ) -> Why:
     if episode is None:
         if feed.last_polled_at is None:
@@ -93,6 +107,9 @@ def explain(
     check = filter_check(episode, sub.filter)
     if not check.matched:
         return Why(Reason.FILTERED, check=check)
+    arrived = first_seen or episode.published_at
+    if sub.daily_at and _in_daily(episode, sub, arrived, tz):
+        return Why(Reason.DAILY, when=next_due(arrived, sub.daily_at, tz))
     created = sub.created_at
     if (
         created is not None

@@ -121,6 +121,7 @@ def why(command: Explain, deps: Deps, invocation: Invocation) -> Message:
         _delivered(deps, invocation, episode),
         deps.store.fetch_state(episode.show),
         first_seen=seen,
+        tz=deps.settings.tz,
     )
     return _reply(answer, episode, episode.show, sub, deps, invocation)
 
@@ -158,6 +159,15 @@ def _sentence(answer: Why, show: str, sub: Subscription | None, deps: Deps, chan
         case Reason.HELD:
             until = until_text(answer.when, deps) if answer.when else msg.WHY_HELD_OPEN
             return msg.WHY_HELD.format(show=name, until=until)
+        case Reason.DAILY:
+            assert answer.when is not None and sub is not None
+            future = answer.when > deps.now()
+            return (msg.WHY_DAILY_DUE if future else msg.WHY_DAILY).format(
+                show=name,
+                at=sub.daily_at,
+                timezone=deps.settings.timezone,
+                when=until_text(answer.when, deps),
+            )
         case Reason.BEFORE_SUBSCRIPTION:
             return msg.WHY_BEFORE.format(when=_when(answer.when, deps))
         case Reason.FILTERED:

@@ -14,6 +14,7 @@ from bot.commands.filter_words import filter_text
 from bot.commands.model import DAILY_OFF
 from bot.commands.parse import ListSubscriptions, Status, Subscribe, Unsubscribe
 from bot.commands.replies import Block, context, divider, message, nothing, section
+from digests.daily import next_due
 from digests.decide import matches
 from digests.models import Episode
 from digests.render import escape
@@ -261,17 +262,30 @@ def status(command: Status, deps: Deps, invocation: Invocation) -> Message:
         blocks.append(section(status_line(show, deps.store.fetch_state(show), deps)))
     if not deps.shows:
         blocks.append(section(msg.NO_SHOWS))
-    paused = [
-        s
-        for s in deps.store.subscriptions(
-            team_id=invocation.team_id, channel_id=invocation.channel_id
-        )
-        if s.paused or s.held(deps.now())
-    ]
+    subs = deps.store.subscriptions(team_id=invocation.team_id, channel_id=invocation.channel_id)
+    paused = [s for s in subs if s.paused or s.held(deps.now())]
     if paused:
         lines = "\n".join(f"• {subscription_line(s, deps)}" for s in paused[:20])
         blocks += [divider(), section(f"*{msg.STATUS_PAUSED_TITLE}*\n{lines}")]
+    blocks += _daily_status(subs, deps)
     return message(msg.STATUS_TITLE, blocks)
+
+
+def _daily_status(subs: Sequence[Subscription], deps: Deps) -> list[Block]:
+    """The channel's daily digests: each show's time and the next one due."""
+    lines = [
+        msg.STATUS_DAILY_LINE.format(
+            show=escape.mrkdwn(s.show),
+            at=s.daily_at,
+            timezone=deps.settings.timezone,
+            next=when(next_due(deps.now(), s.daily_at, deps.settings.tz), deps),
+        )
+        for s in subs[:20]
+        if s.daily_at and not s.paused
+    ]
+    if not lines:
+        return []
+    return [divider(), section(f"*{msg.STATUS_DAILY_TITLE}*\n" + "\n".join(lines))]
 
 
 _USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")

@@ -138,7 +138,7 @@ class SubscriptionsMixin:
         ).values(**values)
         update = (
             values
-            | _mode_values(daily_at, now)
+            | _mode_values(daily_at, aware(changed_at or now, "changed_at"))
             | {
                 "source": sa.case(
                     (subscriptions.c.source == "config", "config"), else_=stmt.excluded.source
