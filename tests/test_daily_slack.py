@@ -268,3 +268,55 @@ async def test_the_job_runs_at_start_and_every_minute(store: Store, slack_fake: 
     finally:
         await deliverer.aclose()
         await deliverer.outbox.close()
+
+
+async def test_a_channel_has_one_daily_time_and_one_message_for_its_shows(
+    store: Store,
+    slack_fake: SlackFake,
+    feed_server: FeedServer,
+    http: httpx.AsyncClient,
+    deliverer: Deliverer,
+) -> None:
+    torch = feed_server.route("/feed.xml", rss(rss_item(24)))
+    jax = feed_server.route(
+        "/jax.xml", rss(rss_item(24, headline="Sharding Day")).replace(b"pytorch-", b"jax-")
+    )
+    settings = make_settings(
+        slack_fake.api_url,
+        slack_fake.token,
+        timezone="Europe/Berlin",
+        shows=[
+            ShowConfig(name="PyTorch", feed=torch, repo="pytorch/pytorch"),
+            ShowConfig(name="JAX", feed=jax, repo="jax-ml/jax"),
+        ],
+        thread_replies=False,
+    )
+    clock = Clock(SUBSCRIBED)
+    with app_with_clock(settings, store, slack_fake, clock) as sender:
+        rig = Rig(settings, store, slack_fake, sender, clock, feed_server, http, deliverer)
+        rig.slash("subscribe PyTorch daily 17:00")
+        reply = rig.slash("subscribe JAX daily 18:00")
+        assert reply[0].endswith(
+            "This channel's other daily subscriptions move to 18:00 too (one message a day)."
+        )
+        assert rig.slash("list")[1:] == [
+            "• *JAX* — daily at 18:00 (Europe/Berlin)\n• *PyTorch* — daily at 18:00 (Europe/Berlin)"
+        ]
+        backdate(store)
+        await rig.poll(utc(24, 13, 5))
+        await daily(rig, utc(24, 15, 0))
+        assert rig.posted() == []
+        await daily(rig, utc(24, 16, 0))
+        assert rig.posted() == ["2026-10-24"]
+        (posted,) = slack_fake.messages(CHANNEL)
+        assert posted["blocks"][0]["text"]["text"] == "JAX, PyTorch — daily digest, Sat 24 Oct 2026"
+        body = "\n".join(b["text"]["text"] for b in posted["blocks"])
+        jax_prs = (
+            "<https://github.com/jax-ml/jax/pull/199624|#199624>, "
+            "<https://github.com/jax-ml/jax/pull/199724|#199724>"
+        )
+        assert (
+            "*JAX* · *<https://example.test/pytorch/2026-10-24|Sharding Day>* · 2:24 · 2 PRs\n"
+            f"• {jax_prs} — PR 199624 lands a fix; PR 199724 follows up.\n"
+            "*PyTorch* · *<https://example.test/pytorch/2026-10-24|Daily Briefing 24>* · 2:24"
+        ) in body

@@ -14,6 +14,7 @@ from datetime import date
 from digests.models import Episode, PrInfo, PullRequestRef
 from digests.pulls import ranked_prs
 from digests.render import layout, limits
+from digests.render.environment import PrGroup, pr_groups
 from digests.render.limits import Message
 from digests.render.recap import MAX_NAMED_SHOWS
 from digests.render.renderer import Renderer
@@ -29,7 +30,16 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 @dataclass(frozen=True)
 class _EpisodeView:
     episode: Episode
-    prs: tuple[tuple[PullRequestRef, PrInfo | None], ...]
+    # With GitHub details: the top PRs ranked, one line each; without: the first ones, PRs
+    # named in one sentence on one line with it.
+    detailed: tuple[tuple[PullRequestRef, PrInfo | None], ...]
+    groups: tuple[PrGroup, ...]
+
+
+def _view(episode: Episode) -> _EpisodeView:
+    if episode.pr_info:
+        return _EpisodeView(episode, tuple(ranked_prs(episode)[:TOP_PRS]), ())
+    return _EpisodeView(episode, (), tuple(pr_groups(episode.pull_requests[:TOP_PRS])))
 
 
 def daily_title(shows: Sequence[str], day: date) -> str:
@@ -50,7 +60,7 @@ def render_daily(
     episodes: Sequence[Episode], renderer: Renderer, *, shows: Sequence[str], day: date
 ) -> Message:
     """``day``'s digest of ``episodes`` (oldest first) for a channel following ``shows``."""
-    views = [_EpisodeView(e, tuple(ranked_prs(e)[:TOP_PRS])) for e in episodes]
+    views = [_view(e) for e in episodes]
     title = daily_title(shows, day)
     multi = len({e.show for e in episodes}) > 1
     message: Message = {"text": title, "blocks": []}
