@@ -85,6 +85,7 @@ STORE_CALLS: dict[str, StoreCall] = {
     "unsubscribe": lambda s: s.unsubscribe("T1", "C1"),
     "subscriptions": lambda s: s.subscriptions(),
     "pause_subscriptions": lambda s: s.pause_subscriptions("T1", "C1", "is_archived", NOW),
+    "set_daily_time": lambda s: s.set_daily_time("T1", "C1", "17:00"),
     "hold": lambda s: s.hold("T1", "C1", "PyTorch", NOW),
     "release": lambda s: s.release("T1", "C1", None, NOW),
     "arrived_between": lambda s: s.arrived_between("PyTorch", NOW, NOW, 10),
