@@ -24,10 +24,11 @@ USAGE: dict[str, str] = {
     "week": f"`{COMMAND} week [2026-W41 | w41 | last | date]` — that week's episodes in short; "
     "with no week, this week's, or last week's while this one has none yet. Every query "
     "takes a show name first, e.g. `recent JAX 3`; without one, the channel's shows",
-    "subscribe": f"`{COMMAND} subscribe [shows…] [filter…] [recap on|off] [daily [17:00] | daily off]` — post new "
-    'episodes here; a filter is words and "phrases" (any of them), +required, -excluded (a '
-    "word that is a show's name: quote it, or write `keywords: …`); `daily 17:00` (or `daily`, "
-    "`daily 5pm`): one message a day listing that day's instead, `daily off`: one per episode",
+    "subscribe": f"`{COMMAND} subscribe [shows…] [filter…] [recap on|off] [daily [17:00] | "
+    'daily off]` — post new episodes here; a filter is words and "phrases" (any of them), '
+    "+required, -excluded (a word that is a show's name: quote it, or write `keywords: …`); "
+    "`daily 17:00` (or `daily`, `daily 5pm`): one message a day listing that day's instead, "
+    "`daily off`: one per episode",
     "unsubscribe": f"`{COMMAND} unsubscribe [show]` — stop posting them here",
     "list": f"`{COMMAND} list` — this channel's subscriptions",
     "status": f"`{COMMAND} status` — each show's last poll, last error and next poll",

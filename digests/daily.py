@@ -109,7 +109,7 @@ def wanted(sub: Subscription, item: Arrival, start: datetime, end: datetime) -> 
         # Arrived while the channel had the other mode, or during a user pause: not here.
         and (sub.mode_changed_at is None or item.seen_at >= sub.mode_changed_at)
         and not sub.holds(item.seen_at)
-        and matches(episode, sub.keywords)
+        and matches(episode, sub.filter)
     )
 
 
