@@ -5,7 +5,8 @@ Under pytest-xdist (README: ``-n auto``) two hooks here keep the parallel run ho
 - tests marked ``alone`` (the files in ``_ALONE``) run while no other worker runs a test —
   a readers-writer lock on a file shared by the run's workers (:func:`_turn`);
 - tests in one ``xdist_group`` run on one worker, one after another (``--dist loadgroup``
-  in pyproject's addopts).
+  in pyproject's addopts): the bot's real processes (``_GROUPS``) run one test at a time,
+  beside one ordinary test on the other worker.
 """
 
 from __future__ import annotations
@@ -28,17 +29,22 @@ pytest_plugins = [
     "tests.fixtures.control",
 ]
 
-# The bot as real processes (clocks killed with -9, two clocks on one database, a clock
-# stopped with SIGTERM) racing its own subprocesses against the test's clock: another test
-# beside them on a 2-core machine can starve them past what they wait for.
-_ALONE = frozenset({"test_delivery_processes.py", "test_processes.py"})
+# Tests that must have the machine to themselves (none at the moment).
+_ALONE: frozenset[str] = frozenset()
 # Tests of the migrations themselves: their stores are migrated step by step, never copied
 # from a template (tests/fixtures/store.py).
 _REAL_MIGRATIONS = frozenset({"test_store_migrations.py", "test_store_pr_sentences.py"})
 # Files whose tests must run one after another on one worker, by group name. (Owner locks
 # are named within their schema now, so test_delivery_recovery.py's fixed owner names no
 # longer need one.)
-_GROUPS: dict[str, str] = {}
+_GROUPS: dict[str, str] = {
+    # The bot as real processes (clocks killed with -9, two clocks on one database, a clock
+    # stopped with SIGTERM) racing its own subprocesses against the test's clock: one such
+    # test at a time, so two of them never starve each other's processes; an ordinary test
+    # beside them only slows both sides alike (their waits allow for a loaded machine).
+    "test_delivery_processes.py": "real-processes",
+    "test_processes.py": "real-processes",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -85,7 +85,7 @@ def healthy(base: str) -> bool:
 
 def stop(proc: subprocess.Popen[str]) -> tuple[int, str]:
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=60)
     return proc.returncode, err
 
 
@@ -97,7 +97,7 @@ def test_serve_answers_signed_commands_and_stops_on_sigterm(
     proc = start("serve", environment)
     running.append(proc)
     base = f"http://127.0.0.1:{environment['PORT']}"
-    wait_for(lambda: healthy(base) or proc.poll() is not None, timeout=30, what="serve")
+    wait_for(lambda: healthy(base) or proc.poll() is not None, timeout=60, what="serve")
     assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
     sender = SlackSender(base, slack_fake, secret=SECRET)
     try:
@@ -125,11 +125,11 @@ def test_run_serves_and_polls_in_one_process(
     proc = start("run", environment)
     running.append(proc)
     base = f"http://127.0.0.1:{environment['PORT']}"
-    wait_for(lambda: healthy(base) or proc.poll() is not None, timeout=30, what="run")
+    wait_for(lambda: healthy(base) or proc.poll() is not None, timeout=60, what="run")
     assert proc.poll() is None
     posts = wait_for(
         lambda: [m for m in slack_fake.messages("C0PROCESS1") if not m.get("thread_ts")],
-        timeout=30,
+        timeout=60,
         what="the first poll's digest",
     )
     assert len(posts) == 1 and "All-Gather Showdown" in posts[0]["text"]
