@@ -114,14 +114,17 @@ def _oauth_app(
         settings.database_url, settings.slack_client_id or ""
     )
     tokens = tokens or TeamTokens.from_settings(settings, installations)
+    # Every request's client is a copy of this one, retry handlers included: the watcher
+    # sees the token Slack refuses on any request's call, and that team is stopped.
+    client.retry_handlers = [tokens.watcher(), *client.retry_handlers]
     app = AsyncApp(
         name="digestbot",
         process_before_response=True,
         signing_secret=signing_secret,
         client=client,
-        oauth_flow=build_oauth_flow(settings, installations, client),
+        oauth_flow=build_oauth_flow(settings, installations, client, store),
         # An AsyncAuthorize instance (not a function) is what Bolt accepts beside a flow.
         authorize=TeamAuthorize(tokens),  # type: ignore[arg-type]
     )
-    register_leaving(app, installations, tokens, store, deps.now)
+    register_leaving(app, installations, tokens, store)
     return app

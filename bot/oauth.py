@@ -3,17 +3,23 @@
 ``GET /slack/install`` and ``GET /slack/oauth_redirect`` are Bolt's ``AsyncOAuthFlow``
 (state issued into the state store and bound to a browser cookie, ``oauth.v2.access`` at
 ``SLACK_API_URL``, the installation saved by slack_sdk's async SQLAlchemy store); what is
-ours is the pages (``oauth_page.html.j2``) and what happens when a team leaves
-(``app_uninstalled``, ``tokens_revoked``): its installation is deleted, its subscriptions
-paused, and nothing more is posted there.
+ours is the pages (``oauth_page.html.j2``), what an install sets going and what happens
+when a team leaves.
+
+Leaving (``app_uninstalled``, ``tokens_revoked`` of the bot): the installation is deleted and
+the store forgets the team (``Store.forget_team``: its subscriptions with their user ids,
+every ledger row, pending ones included), so nothing more is posted there and a re-install
+starts clean. Installing: the config file's channels naming the team are subscribed (they
+are the operator's, and come back with every install) and subscriptions paused for want of
+an installation (``not_installed``) go on. An outage in the flow (the database, Slack)
+gets a page that says so instead of a server error.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -29,7 +35,8 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.tokens import UNINSTALLED, TeamTokens, pause_team
+from bot.runtime import sync_config_channels
+from bot.tokens import NOT_INSTALLED, UNINSTALLED, TeamTokens
 from config.settings import Settings
 from digests.store import Store
 from digests.store.installations import STATE_SECONDS, Installations
@@ -56,11 +63,21 @@ def _pages() -> Environment:
     )
 
 
+OnInstalled = Callable[[str], Awaitable[None]]
+
+
 class DigestOAuthFlow(AsyncOAuthFlow):
     """Bolt's flow with digestbot's install, success and failure pages."""
 
-    def __init__(self, *, client: AsyncWebClient, settings: AsyncOAuthSettings) -> None:
+    def __init__(
+        self,
+        *,
+        client: AsyncWebClient,
+        settings: AsyncOAuthSettings,
+        on_installed: OnInstalled | None = None,
+    ) -> None:
         self.pages = _pages()
+        self.on_installed = on_installed
         settings.callback_options = AsyncCallbackOptions(
             success=self._success, failure=self._failure
         )
@@ -76,12 +93,35 @@ class DigestOAuthFlow(AsyncOAuthFlow):
             page="install", url=url, scopes=self.settings.scopes or [], scope_help=SCOPE_HELP
         )
 
+    async def handle_installation(self, request: AsyncBoltRequest) -> BoltResponse:
+        try:
+            return await super().handle_installation(request)
+        except Exception:  # the state store (the database) is down
+            log.exception("the install page failed")
+            return self._unavailable()
+
+    async def handle_callback(self, request: AsyncBoltRequest) -> BoltResponse:
+        try:
+            return await super().handle_callback(request)
+        except Exception:  # Slack unreachable for oauth.v2.access, the database down
+            log.exception("the installation could not be completed")
+            return self._unavailable()
+
+    def _unavailable(self) -> BoltResponse:
+        body = self.render(page="failed", reason="unavailable")
+        return BoltResponse(status=503, body=body, headers={**HTML, "Retry-After": "60"})
+
     def _forget_state(self) -> dict[str, Any]:
         return {**HTML, "Set-Cookie": [self.settings.state_utils.build_set_cookie_for_deletion()]}
 
     async def _success(self, args: AsyncSuccessArgs) -> BoltResponse:
         team = args.installation.team_name or args.installation.team_id
         log.warning("installed in team %s", args.installation.team_id)
+        if self.on_installed is not None and args.installation.team_id:
+            try:
+                await self.on_installed(args.installation.team_id)
+            except Exception:  # the installation stands; its config channels come at start
+                log.exception("setting up team %s failed", args.installation.team_id)
         return BoltResponse(
             status=200, body=self.render(page="done", team=team), headers=self._forget_state()
         )
@@ -96,9 +136,13 @@ class DigestOAuthFlow(AsyncOAuthFlow):
 
 
 def build_oauth_flow(
-    settings: Settings, installations: Installations, client: AsyncWebClient
+    settings: Settings,
+    installations: Installations,
+    client: AsyncWebClient,
+    store: Store | None = None,
 ) -> DigestOAuthFlow:
-    """The flow for ``settings`` (OAuth mode): ``client`` reaches ``SLACK_API_URL``."""
+    """The flow for ``settings`` (OAuth mode): ``client`` reaches ``SLACK_API_URL``; with
+    ``store``, an install sets the team up there (see the module docstring)."""
     oauth_settings = AsyncOAuthSettings(
         client_id=settings.slack_client_id,
         client_secret=settings.slack_client_secret,
@@ -112,23 +156,35 @@ def build_oauth_flow(
         token_rotation_expiration_minutes=settings.slack_token_refresh_minutes,
         authorization_url=settings.slack_authorize_url,
     )
-    return DigestOAuthFlow(client=client, settings=oauth_settings)
+
+    async def installed(team_id: str) -> None:
+        if store is not None:
+            await asyncio.to_thread(welcome_team, settings, store, team_id)
+
+    return DigestOAuthFlow(client=client, settings=oauth_settings, on_installed=installed)
+
+
+def welcome_team(settings: Settings, store: Store, team_id: str) -> None:
+    """A team installed: its config-file channels subscribed, its not-installed pauses over."""
+    added = sync_config_channels(settings, store, team_id, only_team=team_id)
+    resumed = store.resume_team(team_id, NOT_INSTALLED)
+    if added or resumed:
+        log.warning("team %s: %d config channel subscription(s) added, %d resumed",
+                    team_id, added, resumed)  # fmt: skip
 
 
 def register_leaving(
-    app: AsyncApp,
-    installations: Installations,
-    tokens: TeamTokens,
-    store: Store,
-    now: Callable[[], datetime],
+    app: AsyncApp, installations: Installations, tokens: TeamTokens, store: Store
 ) -> None:
     """``app_uninstalled`` and ``tokens_revoked`` (of the bot): the team is forgotten."""
 
     async def leave(team_id: str, why: str) -> None:
         await installations.delete_team(team_id)
         tokens.forget(team_id)
-        paused = await asyncio.to_thread(pause_team, store, team_id, why, now())
-        log.warning("team %s left (%s): installation deleted, %d paused", team_id, why, paused)
+        gone = await asyncio.to_thread(store.forget_team, team_id)
+        log.warning("team %s left (%s): installation deleted, %d subscription(s), "
+                    "%d unfinished and %d posted ledger row(s) removed", team_id, why,
+                    gone.subscriptions, gone.unfinished, gone.posted)  # fmt: skip
 
     async def uninstalled(body: dict[str, Any]) -> None:
         if body.get("team_id"):

@@ -30,8 +30,11 @@ def open_store(settings: Settings, *, wait: float | None = None) -> Store:
     return store
 
 
-def sync_config_channels(settings: Settings, store: Store, team_id: str) -> int:
-    """Subscribe the channels named in the config file; returns how many were added.
+def sync_config_channels(
+    settings: Settings, store: Store, team_id: str, *, only_team: str | None = None
+) -> int:
+    """Subscribe the channels named in the config file (``only_team``: those of that team);
+    returns how many were added.
 
     An existing subscription is left alone so a paused one (archived channel, say) stays
     paused across restarts instead of failing again on every start, and one a user
@@ -47,6 +50,8 @@ def sync_config_channels(settings: Settings, store: Store, team_id: str) -> int:
                 )
             # In OAuth mode every channel names its team (settings check it).
             team = channel.team or team_id
+            if only_team is not None and team != only_team:
+                continue
             if store.subscriptions(
                 team_id=team, channel_id=channel.id, show=show, include_unsubscribed=True
             ):

@@ -10,6 +10,14 @@ scheduled work (poll deliveries, recaps, notices, pause DMs, the sweeper) goes t
 then), so a fan-out does not cost a query per post. A rotating token due for refresh is
 refreshed under the database lock of :meth:`Installations.refresh`, which re-reads the
 token first: of two clocks, the second finds it already refreshed and spends nothing.
+
+A token Slack refuses (``invalid_auth``, ``token_revoked``, ``account_inactive``… from any
+call: a scheduled post, an App Home, an unfurl) stops its team only: :meth:`TeamTokens.refuse`
+remembers it, and from then on no call goes out with it — the outbox answers for Slack and
+requests are not authorized — until the team's token changes (a re-install, a rotation).
+Outages are waited out: the installations unreadable, the last good read is used; a due
+refresh failing, the current token while it has not expired; a request whose token cannot
+be looked up at all is answered without one, from the store (:class:`TeamAuthorize`).
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 from slack_bolt.authorization import AuthorizeResult
@@ -32,6 +40,7 @@ from slack_sdk.oauth.token_rotation.async_rotator import AsyncTokenRotator
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.outbox import Message, PostFailure, SlackOutbox
+from bot.refusals import RefusalWatcher
 from config.settings import Settings
 from digests.store import Store
 from digests.store.installations import Installations
@@ -43,6 +52,7 @@ log = logging.getLogger(__name__)
 CURRENT_TEAM: ContextVar[str | None] = ContextVar("digestbot_current_team", default=None)
 
 NOT_INSTALLED = "not_installed"
+T = TypeVar("T")
 UNINSTALLED = "app_uninstalled"
 
 
@@ -67,6 +77,7 @@ class TeamTokens:
         client_secret: str,
         refresh_minutes: int = 120,
         max_age: float = 60.0,
+        recheck: float = 5.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.installations = installations
@@ -79,6 +90,10 @@ class TeamTokens:
         self._bots: dict[str, Bot] = {}
         self._loaded_at: float | None = None
         self._locks: dict[str, asyncio.Lock] = {}
+        # team → (the token Slack refused, its error); when the team was last re-read
+        self._refused: dict[str, tuple[str, str]] = {}
+        self._checked: dict[str, float] = {}
+        self.recheck = recheck
 
     @classmethod
     def from_settings(cls, settings: Settings, installations: Installations) -> TeamTokens:
@@ -100,9 +115,16 @@ class TeamTokens:
         """The team's bot with a token good for a while, or None when it is not installed."""
         now = self.clock()
         if self._loaded_at is None or now - self._loaded_at > self.max_age:
-            self._bots = await self.installations.all_bots()
+            try:
+                self._bots = await self.installations.all_bots()
+            except Exception as exc:  # the database is down or silent: keep the last read
+                if self._loaded_at is None:
+                    raise
+                log.warning("cannot re-read the installations (%s): using the last read", exc)
             self._loaded_at = now
         bot = self._bots.get(team_id)
+        if bot is not None and self._stale_refusal(team_id, bot, now):
+            bot = None  # refused: has it been installed again? (one query per ``recheck``)
         if bot is None:
             # Installed since the last load (the install page runs in this process too).
             bot = await self.installations.bot(team_id)
@@ -119,7 +141,15 @@ class TeamTokens:
             current = self._bots.get(team_id)
             if current is not None and not self._due(current):
                 return current  # another task of ours just refreshed it
-            bot = await self.installations.refresh(team_id, self._refresh)
+            try:
+                bot = await self.installations.refresh(team_id, self._refresh)
+            except Exception as exc:
+                expires = current.bot_token_expires_at if current is not None else None
+                if current is None or expires is None or expires <= self.clock():
+                    raise
+                # Slack or the database is out: the token is good until it expires.
+                log.warning("cannot refresh the token of team %s (%s): using it", team_id, exc)
+                return current
             if bot is None:
                 self._bots.pop(team_id, None)
             else:
@@ -135,15 +165,75 @@ class TeamTokens:
         log.info("refreshed the bot token of team %s", bot.team_id)
         return rotated
 
+    def _stale_refusal(self, team_id: str, bot: Bot, now: float) -> bool:
+        refused = self._refused.get(team_id)
+        if refused is None or refused[0] != bot.bot_token:
+            return False
+        if now - self._checked.get(team_id, float("-inf")) < self.recheck:
+            return False
+        self._checked[team_id] = now
+        return True
+
+    def cached(self, team_id: str) -> Bot | None:
+        """The team's bot as last read, if its token has not expired (for an outage)."""
+        bot = self._bots.get(team_id)
+        if bot is None or not bot.bot_token:
+            return None
+        expires = bot.bot_token_expires_at
+        return bot if expires is None or expires > self.clock() else None
+
     def forget(self, team_id: str) -> None:
         self._bots.pop(team_id, None)
+        self._refused.pop(team_id, None)
+        self._checked.pop(team_id, None)
+
+    def refuse(self, team_id: str, token: str, error: str) -> None:
+        """Slack refused ``token`` of ``team_id``: no call goes out with it any more. The
+        team is read again from the database at its next lookup (a re-install elsewhere)."""
+        if self._refused.get(team_id, ("", ""))[0] != token:
+            log.error("Slack refused the token of team %s (%s): stopping that team", team_id, error)
+        self._refused[team_id] = (token, error)
+        known = self._bots.get(team_id)
+        if known is not None and known.bot_token == token:
+            self._bots.pop(team_id, None)
+
+    def refuse_token(self, token: str, error: str) -> None:
+        """As :meth:`refuse`, for a token known only by its value (a request's client)."""
+        team = next((t for t, b in self._bots.items() if b.bot_token == token), None)
+        if team is not None:
+            self.refuse(team, token, error)
+
+    def refusal(self, team_id: str, bot: Bot) -> str | None:
+        """Slack's error if ``bot``'s token is the one it refused; a new token clears it."""
+        refused = self._refused.get(team_id)
+        if refused is None:
+            return None
+        if refused[0] == bot.bot_token:
+            return refused[1]
+        del self._refused[team_id]
+        log.warning("team %s has a new token: serving it again", team_id)
+        return None
+
+    def watcher(self) -> RefusalWatcher:
+        """A retry handler for request clients that tells this of refused tokens."""
+        return RefusalWatcher(self)
 
 
 class TeamAuthorize(AsyncAuthorize):
-    """Bolt's authorize for requests: the bot of the team the request comes from."""
+    """Bolt's authorize for requests: the bot of the team the request comes from.
 
-    def __init__(self, tokens: TeamTokens) -> None:
+    None (Bolt's "installation no longer available") for a team not installed or whose
+    token Slack refused. When the lookup fails or takes over ``wait`` seconds (the database
+    down, Slack out during a due refresh), the token last read is used while it has not
+    expired; without one the request is let through without a token: slash commands answer
+    from the store (which says when the database is not answering) instead of Slack showing
+    the user a failure. The lookup goes on in the background meanwhile — a refresh is never
+    cut off halfway.
+    """
+
+    def __init__(self, tokens: TeamTokens, *, wait: float = 1.5) -> None:
         self.tokens = tokens
+        self.wait = wait
 
     async def __call__(
         self,
@@ -158,8 +248,18 @@ class TeamAuthorize(AsyncAuthorize):
     ) -> AuthorizeResult | None:
         if not team_id:
             return None
-        bot = await self.tokens.bot(team_id)
-        if bot is None:
+        lookup = asyncio.ensure_future(self.tokens.bot(team_id))
+        try:
+            bot = await asyncio.wait_for(asyncio.shield(lookup), self.wait)
+        except Exception as exc:  # an outage: the token we have, or none (from the store)
+            lookup.add_done_callback(_quiet)
+            bot = self.tokens.cached(team_id)
+            if bot is None:
+                log.warning("no token for team %s (%r): answering without one", team_id, exc)
+                return AuthorizeResult(
+                    enterprise_id=enterprise_id, team_id=team_id, user_id=user_id
+                )
+        if bot is None or self.tokens.refusal(team_id, bot) is not None:
             return None
         return AuthorizeResult(
             enterprise_id=enterprise_id,
@@ -171,6 +271,11 @@ class TeamAuthorize(AsyncAuthorize):
         )
 
 
+def _quiet(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("token lookup failed: %s", task.exception())
+
+
 OnMissing = Callable[[str], Awaitable[None]]
 
 
@@ -178,8 +283,12 @@ class TeamOutbox:
     """An outbox posting with each team's own token (see the module docstring).
 
     One aiohttp session for every team's clients: a fan-out over many teams reuses its
-    connections to Slack as a single team's does.
+    connections to Slack as a single team's does. A token Slack refuses stops its team only
+    (:meth:`TeamTokens.refuse`), until the team has another one, so a deliverer's stop of
+    a team lasts one batch here (``tokens_per_team``) and not until a restart.
     """
+
+    tokens_per_team = True
 
     def __init__(
         self,
@@ -197,7 +306,8 @@ class TeamOutbox:
         self._session: aiohttp.ClientSession | None = None
         self._told: set[str] = set()
 
-    async def _outbox(self, method: str) -> SlackOutbox:
+    async def _outbox(self, method: str) -> tuple[str, str, SlackOutbox]:
+        """The current team, its token and the outbox posting with it."""
         team = CURRENT_TEAM.get()
         if team is None:
             raise PostFailure(method, "no team for this call", "fatal")
@@ -206,16 +316,23 @@ class TeamOutbox:
         except (SlackTokenRotationError, SlackApiError) as exc:
             log.error("cannot refresh the token of team %s: %s", team, exc)
             raise PostFailure(method, "token_refresh_failed", "auth") from exc
+        except Exception as exc:  # Slack out during a due refresh, the database down
+            raise PostFailure(method, f"no token yet: {exc!r}"[:200], "server") from exc
         if bot is None or not bot.bot_token:
             if self.on_missing is not None and team not in self._told:
                 self._told.add(team)
                 await self.on_missing(team)
             raise PostFailure(method, NOT_INSTALLED, "auth")
+        self._told.discard(team)
+        refused = self.tokens.refusal(team, bot)
+        if refused is not None:
+            raise PostFailure(method, refused, "auth")  # Slack said so: not asked again
+        token = bot.bot_token
         known = self._outboxes.get(team)
-        if known is not None and known[0] == bot.bot_token:
-            return known[1]
+        if known is not None and known[0] == token:
+            return team, token, known[1]
         outbox = SlackOutbox.from_settings(
-            self.settings.model_copy(update={"slack_bot_token": bot.bot_token})
+            self.settings.model_copy(update={"slack_bot_token": token})
         )
         if self._session is None:
             self._session = aiohttp.ClientSession(
@@ -224,8 +341,25 @@ class TeamOutbox:
             )
         outbox.client.session = self._session
         outbox.post_client.session = self._session
-        self._outboxes[team] = (bot.bot_token, outbox)
-        return outbox
+        self._outboxes[team] = (token, outbox)
+        return team, token, outbox
+
+    async def _call(self, method: str, act: Callable[[SlackOutbox], Awaitable[T]]) -> T:
+        """``act`` with the team's outbox. A refused token is dead: the team stops, unless
+        the database already has another one (re-installed since our last read; a refused
+        call posted nothing, so it is made once more with that one)."""
+        for attempt in (1, 2):
+            team, token, outbox = await self._outbox(method)
+            try:
+                return await act(outbox)
+            except PostFailure as exc:
+                if exc.category != "auth":
+                    raise
+                self.tokens.refuse(team, token, exc.error)
+                self._outboxes.pop(team, None)
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def post(
         self,
@@ -235,26 +369,29 @@ class TeamOutbox:
         metadata: Mapping[str, Any],
         thread_ts: str | None = None,
     ) -> str:
-        outbox = await self._outbox("chat.postMessage")
-        return await outbox.post(channel, message, metadata=metadata, thread_ts=thread_ts)
+        return await self._call(
+            "chat.postMessage",
+            lambda o: o.post(channel, message, metadata=metadata, thread_ts=thread_ts),
+        )
 
     async def update(
         self, channel: str, ts: str, message: Message, *, metadata: Mapping[str, Any] | None = None
     ) -> None:
-        outbox = await self._outbox("chat.update")
-        await outbox.update(channel, ts, message, metadata=metadata)
+        await self._call("chat.update", lambda o: o.update(channel, ts, message, metadata=metadata))
 
     async def delete(self, channel: str, ts: str) -> None:
-        await (await self._outbox("chat.delete")).delete(channel, ts)
+        await self._call("chat.delete", lambda o: o.delete(channel, ts))
 
     async def find(
         self, channel: str, key: str, *, oldest: datetime | None, thread_ts: str | None = None
     ) -> dict[str, str]:
-        outbox = await self._outbox("conversations.history")
-        return await outbox.find(channel, key, oldest=oldest, thread_ts=thread_ts)
+        return await self._call(
+            "conversations.history",
+            lambda o: o.find(channel, key, oldest=oldest, thread_ts=thread_ts),
+        )
 
     async def join(self, channel: str) -> bool:
-        return await (await self._outbox("conversations.join")).join(channel)
+        return await self._call("conversations.join", lambda o: o.join(channel))
 
     async def close(self) -> None:
         self._outboxes.clear()

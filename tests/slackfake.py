@@ -348,7 +348,7 @@ class SlackFake(BackgroundServer):
         if not token:
             return 200, {"ok": False, "error": "not_authed"}, {}
         if token not in self.tokens:
-            return 200, {"ok": False, "error": "invalid_auth"}, {}
+            return 200, {"ok": False, "error": self._refusals.get(token, "invalid_auth")}, {}
         if method in _CHANNEL_METHODS:
             channel = params.get("channel")
             if not channel:
@@ -393,6 +393,7 @@ class SlackFake(BackgroundServer):
         # With rotation: tokens issued expire in this many seconds, with a refresh token.
         self.rotation_expires_in: int | None = None
         self._codes: dict[str, tuple[str, str]] = {}
+        self._refusals: dict[str, str] = {}  # revoked token → what calls with it answer
         self._refresh_tokens: dict[str, str] = {}
         self._team_names: dict[str, str] = {}
         self._issued = itertools.count(1)
@@ -407,11 +408,14 @@ class SlackFake(BackgroundServer):
         with self._lock:
             self.channel_teams[channel] = team_id
 
-    def revoke_team(self, team_id: str) -> None:
-        """Every token of the team stops working (``invalid_auth``), as after an uninstall."""
+    def revoke_team(self, team_id: str, error: str = "invalid_auth") -> None:
+        """Every token the team has now stops working: each call answers ``error``
+        (``invalid_auth``, ``token_revoked``, ``account_inactive``), as after an uninstall.
+        Tokens issued later (a re-install) work."""
         with self._lock:
             for token in [t for t, team in self.token_teams.items() if team == team_id]:
                 self.tokens.discard(token)
+                self._refusals[token] = error
 
     def team_tokens(self, team_id: str) -> list[str]:
         with self._lock:

@@ -164,7 +164,7 @@ class Deliverer:
         # Every call of this channel's task goes out with its team's token (OAuth mode).
         CURRENT_TEAM.set(sequence[0].team_id)
         for index, item in enumerate(sequence):
-            if item.team_id in self.stopped_teams:
+            if item.team_id in self.stopped_teams or item.team_id in report.stopped_teams:
                 report.held += [d.ident for d in sequence[index:]]
                 return
             row = rows.get(item.ident)
@@ -215,9 +215,12 @@ class Deliverer:
     async def _halt(self, item: Delivery, exc: PostFailure, report: DeliveryReport) -> None:
         """A channel or workspace error: stop the workspace, or pause the channel."""
         if exc.category == "auth":
-            # A team with no installation (its subscriptions paused) may install again:
-            # the next batch asks its outbox afresh instead of holding it until a restart.
-            if exc.error != NOT_INSTALLED:
+            # A team with no installation (its subscriptions paused) may install again, and
+            # with a token per team (OAuth mode) a refused one may be replaced: the team is
+            # held for this batch, and the next asks its outbox afresh (which refuses from
+            # memory while the token is the same) instead of holding it until a restart.
+            per_team = getattr(self.outbox, "tokens_per_team", False)
+            if exc.error != NOT_INSTALLED and not per_team:
                 self.stopped_teams.setdefault(item.team_id, exc.error)
             report.stopped_teams.setdefault(item.team_id, exc.error)
             log.error("Slack refused the token for team %s (%s): stopping", item.team_id, exc.error)

@@ -3,10 +3,10 @@
 ``Store.open(url)`` gives a migrated store. One class per aggregate, each over the one
 :class:`~digests.store.database.Database` (engine, transactions, migrations, the error
 translator): ``shows.py``, ``episodes.py`` (upsert state and intents), ``queries.py``,
-``search.py``, ``subscriptions.py``, ``requests.py`` (replays). Beside the facade, on the
-same database: the delivery ledger (``ledger.py``, ``locks.py``, ``ledger_writer.py``),
-``pr_details.py`` and ``transcripts.py``. Tables are in ``schema.py``, migrations in
-``migrations/``. Test fixtures: ``tests/fixtures/store.py``.
+``search.py``, ``subscriptions.py``, ``requests.py`` (replays), ``teams.py`` (a workspace
+that leaves). Beside the facade, on the same database: the delivery ledger (``ledger.py``,
+``locks.py``, ``ledger_writer.py``), ``pr_details.py`` and ``transcripts.py``. Tables are in
+``schema.py``, migrations in ``migrations/``. Test fixtures: ``tests/fixtures/store.py``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from digests.store.requests import RequestsMixin
 from digests.store.search import SearchMixin
 from digests.store.shows import ShowsMixin
 from digests.store.subscriptions import SubscriptionsMixin
+from digests.store.teams import TeamsMixin
 
 __all__ = ["Store"]
 
@@ -33,6 +34,7 @@ class Store(
     SubscriptionsMixin,
     RequestsMixin,
     HoldsMixin,
+    TeamsMixin,
 ):
     """Shows, episodes, search and subscriptions over one database (see the mixins).
 

@@ -11,6 +11,7 @@ two clocks never both spend the same single-use refresh token.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -61,6 +62,22 @@ def _engine(url: str) -> AsyncEngine:
     return create_async_engine(parsed, pool_pre_ping=True)
 
 
+class OAuthStates(AsyncSQLAlchemyOAuthStateStore):
+    """slack_sdk's state store, except that a database that cannot be read is an error to
+    report (the flow's outage page), not a state "already used" (slack_sdk's answer)."""
+
+    async def async_consume(self, state: str) -> bool:
+        now = normalize_datetime_for_db(datetime.now(tz=UTC))
+        c = self.oauth_states.c
+        async with self.engine.begin() as conn:
+            query = self.oauth_states.select().where(c.state == state, c.expire_at > now)
+            row = (await conn.execute(query)).mappings().first()
+            if row is None:
+                return False
+            await conn.execute(self.oauth_states.delete().where(c.id == row["id"]))
+            return True
+
+
 class Installations:
     """The installation and state stores for one Slack app (``client_id``)."""
 
@@ -68,7 +85,7 @@ class Installations:
         self.engine = _engine(database_url)
         self.client_id = client_id
         self.store = AsyncSQLAlchemyInstallationStore(client_id, self.engine)
-        self.states = AsyncSQLAlchemyOAuthStateStore(STATE_SECONDS, self.engine)
+        self.states = OAuthStates(STATE_SECONDS, self.engine)
         self._bots = self.store.bots
 
     async def bot(self, team_id: str) -> Bot | None:
