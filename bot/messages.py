@@ -42,6 +42,11 @@ USAGE: dict[str, str] = {
     'would post and why (words, "phrases", +required, -excluded); changes nothing',
     "help": f"`{COMMAND} help` — this message",
 }
+# The first line of help: how to start.
+HELP_START = (
+    f"To get a digest of every new episode in a channel, type `{COMMAND} subscribe` there; "
+    "the rest answers questions about episodes."
+)
 
 USAGE_SHORT = (
     f"`{COMMAND} [recent [n] | latest | nearby <date | link | words | #PR> | pr <n | link>"
@@ -270,7 +275,10 @@ HOME_LATEST = "Latest episodes"
 HOME_SUBSCRIPTIONS = "Subscriptions in this workspace"
 HOME_NO_SUBSCRIPTIONS = f"No channel follows a show yet. Type `{COMMAND} subscribe` in one."
 HOME_MORE = "…and {count} more."
-HOME_HINT = f"Type `{COMMAND} help` in any channel for everything digestbot can do."
+HOME_HINT = (
+    f"To get digests in a channel, type `{COMMAND} subscribe` there (or `{COMMAND} subscribe"
+    f" <show> <keywords…>` for some episodes only); `{COMMAND} help` lists everything else."
+)
 
 # -- preview (issue 14) ------------------------------------------------------------------
 

@@ -293,8 +293,12 @@ async def test_a_refused_token_stops_requests_of_that_team_only(world: World) ->
     wait_for(lambda: refused() or None, what="T1's refusal")
     home(T1, U1)
     home(T2, U2)
-    wait_for(lambda: fake.home_view(U2), what="T2's home")
+    view = wait_for(lambda: fake.home_view(U2), what="T2's home")
     assert refused() == 1
+    # The Home and help of a new workspace say how to start.
+    assert "/episodes subscribe" in json.dumps(view["blocks"][1], ensure_ascii=False)
+    helped = world.slash(T2, C2, U2, "help")
+    assert "type `/episodes subscribe` there" in json.dumps(helped["blocks"][0])
     # A re-install brings T1's requests back.
     assert world.install(T1, "code-again").status_code == 200
     home(T1, U1)

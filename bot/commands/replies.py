@@ -76,7 +76,7 @@ def help_reply(unknown: str | None = None) -> Message:
     return message(
         f"{lead}{msg.HELP_TITLE}",
         [
-            section(f"{lead}*{msg.HELP_TITLE}*"),
+            section(f"{lead}*{msg.HELP_TITLE}*\n{escape.mrkdwn(msg.HELP_START)}"),
             section(lines),
             context(msg.EXAMPLES_LABEL.format(examples=examples)),
             context(msg.HELP_FOOTER),
