@@ -52,8 +52,9 @@ log = logging.getLogger(__name__)
 CURRENT_TEAM: ContextVar[str | None] = ContextVar("digestbot_current_team", default=None)
 
 NOT_INSTALLED = "not_installed"
-T = TypeVar("T")
 UNINSTALLED = "app_uninstalled"
+
+T = TypeVar("T")
 
 
 def pause_team(store: Store, team_id: str, reason: str, now: datetime) -> int:

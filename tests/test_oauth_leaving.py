@@ -26,7 +26,7 @@ from bot.runtime import sync_config_channels
 from bot.server import build_asgi
 from bot.slack import make_web_client
 from bot.sweeper import Sweeper
-from bot.tokens import TeamOutbox, team_outbox
+from bot.tokens import NOT_INSTALLED, TeamOutbox, team_outbox
 from config.settings import ShowConfig
 from digests.render import Renderer
 from digests.store import Store
@@ -311,3 +311,20 @@ def test_the_config_sync_for_one_team_leaves_the_others_alone(world: World) -> N
     assert not store.subscriptions()
     assert sync_config_channels(world.settings, store, "T0OTHER", only_team=T1) == 1
     assert [s.channel_id for s in store.subscriptions(team_id=T1)] == [C1_CONFIG]
+
+
+async def test_config_channels_paused_before_the_install_go_on_when_it_comes(
+    world: World, clock: Deliverer
+) -> None:
+    store = world.store
+    # The clock starts before T1 installs: its config channel is subscribed, and paused
+    # at the first delivery for want of an installation.
+    assert sync_config_channels(world.settings, store, world.settings.team_id) == 1
+    report = await clock.deliver([_notice(T1, C1_CONFIG, "n1")])
+    assert report.stopped_teams == {T1: NOT_INSTALLED}
+    assert [s.paused_reason for s in store.subscriptions(team_id=T1)] == [NOT_INSTALLED]
+    assert (await asyncio.to_thread(world.install, T1)).status_code == 200
+    (sub,) = store.subscriptions(team_id=T1)
+    assert (sub.channel_id, sub.paused_reason, sub.source) == (C1_CONFIG, None, "config")
+    after = await clock.deliver([_notice(T1, C1_CONFIG, "n1")])
+    assert after.posted == [(T1, C1_CONFIG, "notice", "n1")]

@@ -28,10 +28,6 @@ class Forgotten:
     unfinished: int  # ledger rows not yet posted (pending, posting, paused, failed)
     posted: int
 
-    @property
-    def total(self) -> int:
-        return self.subscriptions + self.unfinished + self.posted
-
 
 class TeamsMixin:
     """Forgetting a workspace, for :class:`digests.store.Store`."""
