@@ -89,6 +89,8 @@ STORE_CALLS: dict[str, StoreCall] = {
     "hold": lambda s: s.hold("T1", "C1", "PyTorch", NOW),
     "release": lambda s: s.release("T1", "C1", None, NOW),
     "arrived_between": lambda s: s.arrived_between("PyTorch", NOW, NOW, 10),
+    "forget_team": lambda s: s.forget_team("T1"),
+    "resume_team": lambda s: s.resume_team("T1", "not_installed"),
 }
 # Not database work: building and closing the store, and the health check, whose answer
 # to a failing database is False (asserted below).
