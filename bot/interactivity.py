@@ -17,6 +17,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import messages as msg
+from bot.commands import add_show
 from bot.commands.base import Deps, Invocation
 from bot.commands.cache import TtlCache
 from bot.commands.episodes import nearby_of
@@ -138,6 +139,25 @@ async def _nearby(body: dict[str, Any], respond: AsyncRespond, deps: Deps) -> No
     await respond(response_type="ephemeral", replace_original=False, **_reply_kwargs(reply))
 
 
+async def _add_show_clicked(
+    body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient, deps: Deps
+) -> None:
+    """Add on an add-show preview: asked again whether the clicker may (a preview may be
+    forwarded, an admin demoted since), then stored; the preview becomes the result."""
+    invocation = invocation_of(body)
+    value = str(_action(body).get("value") or "")
+    try:
+        if not await add_show.is_show_admin(deps, client, invocation):
+            reply = message(msg.SHOW_ADMINS_ONLY, [section(msg.SHOW_ADMINS_ONLY)])
+            await respond(replace_original=False, **_reply_kwargs(reply))
+            return
+        reply = await asyncio.to_thread(add_show.confirm, deps, invocation, value)
+    except Exception as exc:
+        log.exception("Add show button failed")
+        reply = failure_reply(exc, changing=True)
+    await respond(replace_original=True, **_reply_kwargs(reply))
+
+
 _ANY_ACTION = re.compile(r".*", re.DOTALL)
 
 
@@ -206,6 +226,16 @@ def register(app: AsyncApp, deps: Deps) -> None:
         for reply in replies[:4]:  # a response_url takes 5 uses in all
             await respond(response_type="ephemeral", replace_original=False, **_reply_kwargs(reply))
 
+    async def add_show_clicked(
+        body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
+    ) -> None:
+        await _add_show_clicked(body, respond, client, deps)
+
+    async def cancel_clicked(respond: AsyncRespond) -> None:
+        await respond(replace_original=True, **_reply_kwargs(add_show.cancelled()))
+
+    app.action(add_show.ADD_ACTION)(ack=_ack, lazy=[add_show_clicked])
+    app.action(add_show.CANCEL_ACTION)(ack=_ack, lazy=[cancel_clicked])
     app.action(SHARE_ACTION)(ack=_ack, lazy=[share])
     app.action(KEY_PRS_ACTION)(ack=_ack, lazy=[key_prs])
     app.action(NEARBY_ACTION)(ack=_ack, lazy=[nearby])

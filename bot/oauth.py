@@ -53,6 +53,7 @@ SCOPE_HELP = {
     "commands": "answer /episodes",
     "links:read": "see links to episodes",
     "links:write": "show a preview of those links",
+    "users:read": "let only workspace admins and owners add shows (/episodes add-show)",
 }
 
 

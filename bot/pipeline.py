@@ -28,6 +28,7 @@ from typing import Literal, TextIO, TypeVar
 
 import httpx
 
+from bot.catalog import feed_cap, feed_policy, live
 from bot.delivery import Deliverer, Delivery, DeliveryReport
 from bot.enrichment import start_enrichment
 from bot.ingest import FeedRead, FeedRequest, parse_limit, read_feed
@@ -43,7 +44,6 @@ from bot.plan import (
 from config.settings import Settings, ShowConfig
 from digests.decide import feed_notice, next_poll_at
 from digests.errors import DigestError, StoreError
-from digests.fetch import private_policy
 from digests.full_transcripts import transcripts_phase
 from digests.github.client import GitHubClient
 from digests.github.enrich import EnrichReport
@@ -52,12 +52,7 @@ from digests.pr_budget import within_poll_budget
 from digests.render import Renderer
 from digests.store import Store
 from digests.store.ledger import Ledger, ShowLock
-from digests.types import (
-    EpisodeStatus,
-    FetchState,
-    Notice,
-    UpsertResult,
-)
+from digests.types import EpisodeStatus, FetchState, Notice, UpsertResult
 
 log = logging.getLogger(__name__)
 
@@ -200,10 +195,10 @@ async def poll_show(
     before = await _db(lambda: store.fetch_state(show.name))
     request = FeedRequest(
         settings.feed_location(show),
-        settings.max_feed_bytes,
+        feed_cap(settings, show),  # added from Slack: their own cap and public addresses only
         etag=before.etag,
         last_modified=before.last_modified,
-        allow_private=private_policy(settings.feed_location(show), show.allow_private),
+        allow_private=feed_policy(settings, show),
     )
     try:
         read = await read_feed(
@@ -385,6 +380,9 @@ async def run_once(
     scheduler shares one of each across its jobs, and one ``github`` client (else the cycle
     makes its own when GitHub is enabled).
     """
+    if shows is None:  # every show: the config file's and those added from Slack
+        settings = await _db(lambda: live(settings, store))
+        shows = settings.shows
     own = deliverer is None
     deliverer = deliverer or Deliverer(store, outbox)
     enriching: asyncio.Task[EnrichReport] | None = None
@@ -399,9 +397,7 @@ async def run_once(
             poll_gate or poll_limit(deliverer.ledger),
             parse_gate or parse_limit(),
         )
-        plans = await asyncio.gather(
-            *(cycle.show(s) for s in (shows if shows is not None else settings.shows))
-        )
+        plans = await asyncio.gather(*(cycle.show(s) for s in shows))
         # GitHub is asked beside delivery, never before it: digests go out with what is known.
         polled = [p.poll.show for p in plans if p.poll.ok]
         enriching = start_enrichment(settings, store, polled, now, github)

@@ -27,7 +27,7 @@ from digests.store import Store
 log = logging.getLogger(__name__)
 
 # Slash subcommands that change state; the rest only read.
-CHANGING_COMMANDS = frozenset({"subscribe", "unsubscribe"})
+CHANGING_COMMANDS = frozenset({"subscribe", "unsubscribe", "add-show", "remove-show"})
 
 
 def is_changing(word: str) -> bool:

@@ -23,9 +23,11 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
 import httpx
+from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from bot.catalog import AddedShow, added_shows
 from bot.daily import daily_job
 from bot.delivery import Deliverer
 from bot.delivery.paced import TRANSIENT
@@ -116,6 +118,10 @@ class Clock:
         # Jobs that fire together (every show at start-up) share one bound on shows in flight.
         self._gate = poll_limit(self.deliverer.ledger)
         self._parse_gate = parse_limit()
+        # The config file's shows; those added from Slack join at each sweep (sync_shows).
+        self.config_settings = settings
+        self.added: dict[str, AddedShow] = {}
+        self._sweeper: Sweeper | None = None
         for show in settings.shows:
             self._add_poll(show)
         if sweep_seconds is not None:
@@ -146,7 +152,7 @@ class Clock:
             self.running.add(task)
             task.add_done_callback(self.running.discard)
 
-    def _add_poll(self, show: ShowConfig) -> None:
+    def _add_poll(self, show: ShowConfig, first: datetime | None = None) -> None:
         schedule = self.settings.schedule
 
         async def poll() -> None:
@@ -163,7 +169,7 @@ class Clock:
             coalesce=True,
             max_instances=1,
             misfire_grace_time=schedule.poll_minutes * 60,
-            next_run_time=first_run(self.store, show.name, self.now()),
+            next_run_time=first or first_run(self.store, show.name, self.now()),
         )
 
     async def _poll(self, show: ShowConfig) -> None:
@@ -213,12 +219,36 @@ class Clock:
         if job is not None:
             job.modify(next_run_time=when)
 
+    async def sync_shows(self) -> None:
+        """Poll jobs for the shows added from Slack since the last look, none any more for
+        those removed: the list is read from the store, so another process's change counts."""
+        added = await asyncio.to_thread(added_shows, self.config_settings, self.store)
+        wanted = {show.name: show for show in added}
+        if wanted == self.added:
+            return
+        for name in self.added.keys() - wanted.keys():
+            with contextlib.suppress(JobLookupError):
+                self.scheduler.remove_job(job_id(name))
+        self.settings = self.config_settings.model_copy(
+            update={"shows": [*self.config_settings.shows, *added]}
+        )
+        self.renderer = Renderer.of(self.settings)
+        if self._sweeper is not None:
+            self._sweeper.settings, self._sweeper.renderer = self.settings, self.renderer
+        for name, show in wanted.items():
+            if self.added.get(name) != show:
+                first = await asyncio.to_thread(first_run, self.store, name, self.now())
+                self._add_poll(show, first)
+        log.info("shows added from Slack: %s", ", ".join(wanted) or "none")
+        self.added = wanted
+
     def _add_sweep(self, seconds: float) -> None:
-        sweeper = Sweeper(self.settings, self.store, self.deliverer, self.renderer)
+        sweeper = self._sweeper = Sweeper(self.settings, self.store, self.deliverer, self.renderer)
 
         async def sweep() -> None:
             self._track()
             try:
+                await self.sync_shows()
                 await sweeper.sweep()
             except Exception:  # like a poll: log it, look again next time
                 log.exception("recovery sweep failed")

@@ -36,6 +36,7 @@ DEFAULT_BOT_SCOPES = (
     "commands",
     "links:read",
     "links:write",
+    "users:read",  # `/episodes add-show`: is the person a workspace admin or owner?
 )
 # Labels that mean merged / reverted where a repository lands PRs by bot (they end closed).
 REPO_STATE_LABELS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -151,6 +152,14 @@ class Settings(BaseSettings):
     templates_dir: str | None = None
     team_id: str = Field(default="T0LOCAL", min_length=1, max_length=MAX_SLACK_ID)
     max_feed_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)
+    # `/episodes add-show`: who may add and remove shows from Slack besides the workspace's
+    # admins and owners (Slack user ids), how many shows one workspace may add, and the
+    # size cap of an added show's feed.
+    admins: list[Annotated[str, StringConstraints(pattern=r"^[UW][A-Z0-9]{2,}$")]] = Field(
+        default_factory=list
+    )
+    max_added_shows: int = Field(default=10, ge=0, le=1000)
+    added_feed_max_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)
 
     # From the environment (also allowed in the file, but secrets belong in the environment).
     slack_bot_token: str | None = None

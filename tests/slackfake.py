@@ -19,7 +19,9 @@ Methods: ``auth.test`` (team_id ``T0TEST``, user_id ``U0BOT``, bot_id ``B0BOT``)
 ``conversations.replies`` (a thread, parent first; ``thread_not_found``) — both honour
 ``limit``, ``cursor`` (``response_metadata.next_cursor``), ``oldest``, ``latest``,
 ``inclusive``, and include ``metadata`` only with ``include_all_metadata`` —
-``conversations.join`` (clears a ``not_in_channel`` error).
+``conversations.join`` (clears a ``not_in_channel`` error), ``users.info`` (the users
+``fake.add_user("U1", is_admin=True)`` made: ``is_admin``, ``is_owner``, ``is_primary_owner``,
+``team_id``; anyone else ``user_not_found``).
 Anything else → ``{"ok": false, "error": "unknown_method"}``.
 
 Inspecting (all return copies; thread-safe)::
@@ -398,6 +400,7 @@ class SlackFake(BackgroundServer):
         self._team_names: dict[str, str] = {}
         self._issued = itertools.count(1)
         self._caller_token: str | None = None
+        self._users: dict[str, dict[str, Any]] = {}
 
     def add_install_code(self, code: str, team_id: str, team_name: str = "") -> None:
         """``code`` (once) → an installation in ``team_id`` from ``oauth.v2.access``."""
@@ -638,6 +641,35 @@ class SlackFake(BackgroundServer):
             return {"ok": False, "error": "thread_not_found"}
         return self._window(params, thread)  # oldest first, the parent leading
 
+    # users.info ------------------------------------------------------------------------
+    def add_user(
+        self,
+        user_id: str,
+        *,
+        team_id: str = TEAM_ID,
+        is_admin: bool = False,
+        is_owner: bool = False,
+        is_primary_owner: bool = False,
+    ) -> None:
+        """A user ``users.info`` knows (anyone else: ``user_not_found``)."""
+        with self._lock:
+            self._users[user_id] = {
+                "id": user_id,
+                "team_id": team_id,
+                "name": user_id.lower(),
+                "deleted": False,
+                "is_admin": is_admin,
+                "is_owner": is_owner,
+                "is_primary_owner": is_primary_owner,
+                "is_bot": False,
+            }
+
+    def _users_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        user = self._users.get(str(params.get("user") or ""))
+        if user is None:
+            return {"ok": False, "error": "user_not_found"}
+        return {"ok": True, "user": dict(user)}
+
     def _join(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = str(params["channel"])
         if self._channel_errors.get(channel) == "not_in_channel":
@@ -658,6 +690,7 @@ _METHODS = {
     "conversations.history": SlackFake._history,
     "conversations.replies": SlackFake._replies,
     "conversations.join": SlackFake._join,
+    "users.info": SlackFake._users_info,
 }
 
 

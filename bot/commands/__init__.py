@@ -97,6 +97,7 @@ def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = F
     ``for_share``: the text comes back from a "Share in channel" button; only read-only
     commands may run again that way, and the copy carries no share button of its own.
     """
+    deps.refresh_shows()  # shows added from Slack (in another process, too)
     try:
         command = parse_command(text, deps.shows, today=deps.today())
     except CommandError as exc:

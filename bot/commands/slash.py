@@ -8,16 +8,21 @@ import re
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import messages as msg
 from bot.commands import Answer, answer
+from bot.commands.add_show import run_show_command
 from bot.commands.base import Deps, Invocation
 from bot.commands.cache import SingleFlight, TtlCache, cache_key
+from bot.commands.model import CommandError
 from bot.commands.parse import Subscribe, Unsubscribe
-from bot.commands.replies import message, section
+from bot.commands.replies import error_reply, message, section
+from bot.commands.shows_parse import AddShow, ShowCommand, head_word, parse_show_command
 from bot.replay import is_changing
 from config.settings import CHANNEL_ID_PATTERN
 from digests.errors import StoreError, StoreTimeout
+from digests.render import escape
 from digests.render.limits import Message
 
 log = logging.getLogger(__name__)
@@ -76,6 +81,23 @@ async def announce(respond: AsyncRespond, note: Message, invocation: Invocation)
         )
 
 
+async def show_command_later(
+    command: ShowCommand,
+    deps: Deps,
+    client: AsyncWebClient,
+    invocation: Invocation,
+    respond: AsyncRespond,
+) -> None:
+    """add-show / remove-show after the ack: the answer through the command's response_url."""
+    try:
+        reply = await run_show_command(command, deps, client, invocation)
+    except Exception as exc:  # one line for the admin; the details go to the log
+        log.exception("/episodes %s failed", type(command).__name__)
+        reply = failure_reply(exc, changing=not isinstance(command, AddShow))
+    text, blocks = reply["text"], reply["blocks"]
+    await respond(response_type="ephemeral", replace_original=False, text=text, blocks=blocks)
+
+
 def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Answer] | None = None) -> None:
     replies: TtlCache[Answer] = cache if cache is not None else TtlCache()
     notices: set[asyncio.Task[None]] = set()  # held until done: the loop keeps weak refs
@@ -87,13 +109,37 @@ def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Answer] | None = N
             replies.put(key, result)
         return result
 
+    async def on_show_command(
+        ack: AsyncAck, respond: AsyncRespond, client: AsyncWebClient, text: str, inv: Invocation
+    ) -> None:
+        # Reading a feed takes longer than Slack waits: ack now, answer by response_url.
+        try:
+            parsed = parse_show_command(text)
+        except CommandError as exc:
+            reply = error_reply(exc)
+            await ack(response_type="ephemeral", text=reply["text"], blocks=reply["blocks"])
+            return
+        if isinstance(parsed, AddShow):
+            note = msg.ADD_SHOW_READING.format(url=escape.mrkdwn(parsed.url))
+            await ack(response_type="ephemeral", text=note)
+        else:
+            await ack()
+        task = asyncio.create_task(show_command_later(parsed, deps, client, inv, respond))
+        notices.add(task)
+        task.add_done_callback(notices.discard)
+
     @app.command(msg.COMMAND)
-    async def on_episodes(ack: AsyncAck, respond: AsyncRespond, command: dict[str, Any]) -> None:
+    async def on_episodes(
+        ack: AsyncAck, respond: AsyncRespond, client: AsyncWebClient, command: dict[str, Any]
+    ) -> None:
         text = str(command.get("text") or "")
         invocation = invocation_of(command)
         refusal = refused(invocation)
         if refusal is not None:
             await ack(response_type="ephemeral", text=refusal["text"], blocks=refusal["blocks"])
+            return
+        if head_word(text) is not None:
+            await on_show_command(ack, respond, client, text, invocation)
             return
         # The cache is touched only here, on the event loop: no lock needed.
         key = cache_key(text, deps, invocation)

@@ -86,6 +86,12 @@ shows = sa.Table(
     sa.Column("failures", sa.Integer, nullable=False, server_default="0"),
     sa.Column("next_poll_at", UTCDateTime),
     sa.Column("failing_notified", sa.Boolean, nullable=False, server_default=sa.false()),
+    # Shows added from Slack (`/episodes add-show`, migration 0016): the workspace and the
+    # admin who added it; config-file shows are 'config' and have neither.
+    sa.Column("source", sa.String(16), nullable=False, server_default="config"),
+    sa.Column("team_id", sa.String(32)),
+    sa.Column("added_by", sa.String(32)),
+    sa.Column("added_at", UTCDateTime),
 )
 
 episodes = sa.Table(

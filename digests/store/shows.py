@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
 
 import sqlalchemy as sa
 
 from digests.store.database import Database
-from digests.store.schema import shows
+from digests.store.schema import shows, subscriptions
 from digests.types import FetchState
 
 _FETCH_COLUMNS = (
@@ -43,6 +45,38 @@ def show_ids(conn: sa.Connection, names: Iterable[str]) -> dict[str, int]:
         if name not in ids:
             ids[name] = insert_show(conn, name)
     return ids
+
+
+@dataclass(frozen=True)
+class AddedShow:
+    """A show added from Slack (`/episodes add-show`): its feed, repo, workspace and admin."""
+
+    name: str
+    feed: str
+    repo: str
+    team_id: str
+    added_by: str
+    added_at: datetime | None = None
+
+
+AddOutcome = Literal["added", "limit", "duplicate_feed", "duplicate_name"]
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What ``remove_added_show`` did: ``removed``, or why not (``config``: the show is the
+    config file's; ``other_team``: another workspace added it; ``unknown``), and the
+    workspace's channels it unsubscribed."""
+
+    outcome: Literal["removed", "config", "other_team", "unknown"]
+    channels: tuple[str, ...] = field(default=())
+
+
+def feed_key(feed: str) -> str:
+    """A feed URL as duplicates are told: no trailing slash, the scheme and host any case."""
+    head, sep, rest = feed.strip().partition("://")
+    host, slash, path = rest.partition("/")
+    return f"{head.lower()}{sep}{host.lower()}{slash}{path}".rstrip("/")
 
 
 class ShowsMixin:
@@ -101,3 +135,78 @@ class ShowsMixin:
                 insert_show(conn, show, **values)
 
         self._db.write(f"saving fetch state of {show!r}", write)
+
+    # -- shows added from Slack -------------------------------------------------------------
+
+    def added_shows(self, team_id: str | None = None) -> list[AddedShow]:
+        """The shows added from Slack (of ``team_id``, or of every workspace), oldest first."""
+        stmt = sa.select(shows).where(shows.c.source == "slack").order_by(shows.c.id)
+        if team_id is not None:
+            stmt = stmt.where(shows.c.team_id == team_id)
+        with self._db.transaction("reading shows added from Slack", write=False) as conn:
+            rows = conn.execute(stmt).all()
+        return [
+            AddedShow(r.name, r.feed, r.repo, r.team_id or "", r.added_by or "", r.added_at)
+            for r in rows
+        ]
+
+    def add_show(
+        self,
+        team_id: str,
+        name: str,
+        feed: str,
+        repo: str,
+        *,
+        added_by: str,
+        now: datetime,
+        limit: int,
+    ) -> AddOutcome:
+        """Add a show from Slack, unless the workspace has ``limit`` already, the feed is
+        some show's already, or the name is taken (any case): checked and written in one
+        transaction, so two admins clicking Add at once cannot both pass the limit."""
+
+        def write(conn: sa.Connection) -> AddOutcome:
+            if conn.dialect.name == "postgresql":
+                # One adder per workspace at a time (released at commit).
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext(:k))"),
+                             {"k": f"add-show:{team_id}"})  # fmt: skip
+            rows = conn.execute(sa.select(shows.c.name, shows.c.feed, shows.c.source,
+                                          shows.c.team_id)).all()  # fmt: skip
+            if any(feed_key(r.feed) == feed_key(feed) for r in rows if r.feed):
+                return "duplicate_feed"
+            if any(r.name.casefold() == name.casefold() for r in rows):
+                return "duplicate_name"
+            if sum(1 for r in rows if r.source == "slack" and r.team_id == team_id) >= limit:
+                return "limit"
+            insert_show(conn, name, feed=feed, repo=repo, source="slack", team_id=team_id,
+                        added_by=added_by, added_at=now)  # fmt: skip
+            return "added"
+
+        return self._db.write(f"adding show {name!r}", write)
+
+    def remove_added_show(self, team_id: str, name: str) -> Removal:
+        """Remove a show this workspace added from Slack: every subscription to it goes,
+        then the show with its episodes. Config-file shows and other workspaces' stay."""
+
+        def write(conn: sa.Connection) -> Removal:
+            row = conn.execute(
+                sa.select(shows.c.id, shows.c.source, shows.c.team_id).where(shows.c.name == name)
+            ).first()
+            if row is None:
+                return Removal("unknown")
+            if row.source != "slack":
+                return Removal("config")
+            if row.team_id != team_id:
+                return Removal("other_team")
+            subs = subscriptions.c
+            channels = conn.execute(
+                sa.select(subs.channel_id)
+                .where(subs.show == name, subs.team_id == team_id, subs.unsubscribed_at.is_(None))
+                .order_by(subs.channel_id)
+            ).scalars()
+            found = tuple(str(c) for c in channels)
+            conn.execute(sa.delete(subscriptions).where(subs.show == name))
+            conn.execute(sa.delete(shows).where(shows.c.id == row.id))
+            return Removal("removed", found)
+
+        return self._db.write(f"removing show {name!r}", write)

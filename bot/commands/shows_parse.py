@@ -1,0 +1,101 @@
+"""`/episodes add-show <feed or page URL> [owner/repo]` and `remove-show <name>`. Pure.
+
+Slack sends a typed link as ``<https://…>`` (or ``<https://…|label>``); both forms, and a
+plain URL, are read. Whether the URL may be fetched at all is ``digests.added_feeds``'s
+business; here it must only look like one http(s) link.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot import messages as msg
+from bot.commands.model import CommandError, quote_value
+from bot.commands.names import QUOTES
+from digests.added_feeds import MAX_URL
+from digests.render.escape import unescape
+
+SHOW_WORDS = frozenset({"add-show", "remove-show"})
+_REPO_RE = re.compile(r"^[\w.-]+/[\w.-]+$")
+_LINK_RE = re.compile(r"^https?://\S+$", re.IGNORECASE)
+_MAX_REPO = 200
+
+
+@dataclass(frozen=True)
+class AddShow:
+    url: str
+    repo: str | None = None  # None: the config file's default repository
+
+
+@dataclass(frozen=True)
+class RemoveShow:
+    name: str
+
+
+ShowCommand = AddShow | RemoveShow
+
+
+def _fold(word: str) -> str:
+    return unicodedata.normalize("NFKC", word).casefold()
+
+
+def head_word(text: str) -> str | None:
+    """``add-show`` or ``remove-show`` when the text is one of them, else None."""
+    words = text.split()
+    if not words:
+        return None
+    head = _fold(words[0]).replace("_", "-")
+    return head if head in SHOW_WORDS else None
+
+
+def _link(word: str) -> str | None:
+    if word.startswith("<") and word.endswith(">"):
+        word = word[1:-1].split("|", 1)[0].strip()
+    return word if _LINK_RE.match(word) else None
+
+
+def parse_show_command(text: str) -> ShowCommand:
+    """The command, or a one-line ``CommandError`` with the subcommand's usage."""
+    if len(text) > msg.MAX_TEXT:
+        raise CommandError(
+            msg.TOO_LONG.format(length=f"{len(text):,}", command=msg.COMMAND, limit=msg.MAX_TEXT)
+        )
+    head = head_word(text)
+    args = text.split()[1:]
+    if head == "remove-show":
+        return RemoveShow(_parse_name(args))
+    return _parse_add(args)
+
+
+def _parse_add(args: Sequence[str]) -> AddShow:
+    if not args:
+        raise CommandError(msg.ADD_SHOW_NEED_URL, "add-show")
+    url = _link(args[0])
+    if url is None:
+        raise CommandError(msg.ADD_SHOW_NOT_URL.format(value=quote_value(args[0])), "add-show")
+    url = unescape(url)
+    if len(url) > MAX_URL:
+        raise CommandError(msg.ADD_SHOW_URL_LONG.format(limit=MAX_URL), "add-show")
+    if len(args) > 2:
+        raise CommandError(
+            msg.EXTRA_ARGS.format(value=quote_value(args[2]), command="add-show"), "add-show"
+        )
+    repo = None
+    if len(args) == 2:
+        repo = (_link(args[1]) or args[1]).removeprefix("https://github.com/").strip("/")
+        if not _REPO_RE.match(repo) or len(repo) > _MAX_REPO:
+            raise CommandError(msg.ADD_SHOW_NOT_REPO.format(value=quote_value(args[1])), "add-show")
+    return AddShow(url, repo)
+
+
+def _parse_name(args: Sequence[str]) -> str:
+    name = " ".join(args).strip(QUOTES).strip()
+    if not name:
+        raise CommandError(msg.REMOVE_SHOW_NEED_NAME, "remove-show")
+    return unescape(name)
+
+
+__all__ = ["SHOW_WORDS", "AddShow", "RemoveShow", "ShowCommand", "head_word", "parse_show_command"]
