@@ -59,9 +59,10 @@ def _link(word: str) -> str | None:
 
 def parse_show_command(text: str) -> ShowCommand:
     """The command, or a one-line ``CommandError`` with the subcommand's usage."""
-    if len(text) > msg.MAX_TEXT:
+    limit = msg.MAX_TEXT + MAX_URL  # a feed URL may be long: room for one, and the rest
+    if len(text) > limit:
         raise CommandError(
-            msg.TOO_LONG.format(length=f"{len(text):,}", command=msg.COMMAND, limit=msg.MAX_TEXT)
+            msg.TOO_LONG.format(length=f"{len(text):,}", command=msg.COMMAND, limit=limit)
         )
     head = head_word(text)
     args = text.split()[1:]
