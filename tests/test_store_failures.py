@@ -60,6 +60,11 @@ STORE_CALLS: dict[str, StoreCall] = {
     "migrate": lambda s: s.migrate(),
     "ensure_show": lambda s: s.ensure_show("PyTorch", "https://a.test/feed", "o/r"),
     "fetch_state": lambda s: s.fetch_state("PyTorch"),
+    "added_shows": lambda s: s.added_shows(),
+    "add_show": lambda s: s.add_show(
+        "T1", "JAX", "https://a.test/jax", "o/r", added_by="U1", now=NOW, limit=5
+    ),
+    "remove_added_show": lambda s: s.remove_added_show("T1", "JAX"),
     "save_fetch_state": lambda s: s.save_fetch_state("PyTorch", FetchState(failures=1)),
     "state_for_update": lambda s: s.state_for_update([EPISODE]),
     "apply_intents": lambda s: s.apply_intents(
