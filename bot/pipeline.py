@@ -31,7 +31,7 @@ import httpx
 from bot.catalog import feed_cap, feed_policy, live
 from bot.delivery import Deliverer, Delivery, DeliveryReport
 from bot.enrichment import start_enrichment
-from bot.ingest import FeedRead, FeedRequest, parse_limit, read_feed
+from bot.ingest import FeedRequest, parse_limit, read_feed
 from bot.outbox import Outbox
 from bot.plan import (
     active_subscriptions,
@@ -41,8 +41,9 @@ from bot.plan import (
     plan_state,
     render_due,
 )
+from bot.poll_state import failed_state, needs_plan, polled_state, quiet_after
 from config.settings import Settings, ShowConfig
-from digests.decide import feed_notice, next_poll_at
+from digests.decide import feed_notice
 from digests.errors import DigestError, StoreError
 from digests.full_transcripts import transcripts_phase
 from digests.github.client import GitHubClient
@@ -52,7 +53,13 @@ from digests.pr_budget import within_poll_budget
 from digests.render import Renderer
 from digests.store import Store
 from digests.store.ledger import Ledger, ShowLock
-from digests.types import EpisodeStatus, FetchState, Notice, UpsertResult
+from digests.types import (
+    EpisodeStatus,
+    FetchState,
+    Notice,
+    PlanInputs,
+    UpsertResult,
+)
 
 log = logging.getLogger(__name__)
 
@@ -81,10 +88,18 @@ class PollResult:
     error: str | None = None
     state: FetchState = field(default_factory=FetchState)
     notice: Notice | None = None
+    inputs: PlanInputs | None = None  # what the poll's first read said of the plan's inputs
 
     @property
     def ok(self) -> bool:
         return self.status in ("ok", "not_modified")
+
+    @property
+    def unchanged(self) -> bool:
+        """Not modified, or every episode stored as it was."""
+        return self.status == "not_modified" or (
+            self.status == "ok" and not self.changed and not self.added
+        )
 
 
 @dataclass(frozen=True)
@@ -133,53 +148,6 @@ def store_episodes(store: Store, episodes: Sequence[Episode], now: datetime) -> 
     return store.upsert_episodes(within_poll_budget(episodes), now)
 
 
-def failed_state(
-    settings: Settings, before: FetchState, exc: DigestError, now: datetime
-) -> FetchState:
-    """The fetch state after a failed poll: counted, backed off (the feed's Retry-After too)."""
-    failures = before.failures + 1
-    schedule = settings.schedule
-    return replace(
-        before,
-        last_polled_at=now,
-        last_error=exc.format_message(),
-        failures=failures,
-        next_poll_at=next_poll_at(
-            now,
-            poll_minutes=schedule.poll_minutes,
-            failures=failures,
-            max_backoff_minutes=schedule.max_backoff_minutes,
-            retry_after=getattr(exc, "retry_after", None),
-        ),
-    )
-
-
-def polled_state(
-    settings: Settings, before: FetchState, read: FeedRead, now: datetime
-) -> FetchState:
-    """The fetch state after a good poll: new validators, the streak over, the next poll."""
-    fetched = read.fetched
-    schedule = settings.schedule
-    return FetchState(
-        etag=fetched.etag or before.etag,
-        last_modified=fetched.last_modified or before.last_modified,
-        last_polled_at=now,
-        last_success_at=now,
-        last_error=None,
-        failures=0,
-        next_poll_at=next_poll_at(
-            now,
-            poll_minutes=schedule.poll_minutes,
-            failures=0,
-            max_backoff_minutes=schedule.max_backoff_minutes,
-            retry_after=fetched.retry_after,
-            max_age=fetched.max_age,
-        ),
-        # Cleared only once the recovery notice is out (see record_notices).
-        failing_notified=before.failing_notified,
-    )
-
-
 async def poll_show(
     settings: Settings,
     store: Store,
@@ -192,7 +160,7 @@ async def poll_show(
     """Phases 1–4 for one show: fetch, parse, extract and store its feed; record how it went.
 
     ``parse_gate`` bounds the parses at once (see ``bot.ingest``)."""
-    before = await _db(lambda: store.fetch_state(show.name))
+    before, inputs = await _db(lambda: store.poll_state(show.name))
     request = FeedRequest(
         settings.feed_location(show),
         feed_cap(settings, show),  # added from Slack: their own cap and public addresses only
@@ -236,6 +204,7 @@ async def poll_show(
         added=added,
         state=after,
         notice=feed_notice(show.name, before, after),
+        inputs=inputs,
     )
 
 
@@ -246,17 +215,36 @@ def plan_show(
     renderer: Renderer,
     poll: PollResult,
     stopped_teams: Iterable[str],
+    unfinished: frozenset[str | None] = frozenset(),
 ) -> ShowPlan:
-    """Phases 5–6 after one poll, in one thread hop (a cycle of many unchanged feeds is
-    mostly this): the poll's notice, and its due digests rendered."""
-    active = active_subscriptions(store, poll.show, stopped_teams)
+    """Phases 5–6 after one poll, in one thread hop: the poll's notice, and its due digests
+    rendered. An unchanged feed whose plan inputs have not moved since a plan that found
+    nothing due is not planned again (``bot.poll_state``; ``unfinished``: the shows with a
+    ledger row pending or posting)."""
+    stopped = tuple(stopped_teams)
+    if not needs_plan(
+        settings,
+        poll.show,
+        unchanged=poll.unchanged,
+        notice=poll.notice,
+        inputs=poll.inputs,
+        stopped_teams=stopped,
+        unfinished=unfinished,
+    ):
+        return ShowPlan(poll)
+    active = active_subscriptions(store, poll.show, stopped)
     notices = notice_deliveries(renderer, poll.notice, active) if poll.notice else []
-    if poll.status == "failed" or not active:
+    if poll.status == "failed":
         return ShowPlan(poll, tuple(notices))
-    state = plan_state(
-        settings, store, ledger, poll.show, active, changed=poll.changed, added=poll.added
-    )
-    items = render_due(settings, renderer, decide_due(settings, state))
+    items: list[Delivery] = []
+    if active:
+        state = plan_state(
+            settings, store, ledger, poll.show, active, changed=poll.changed, added=poll.added
+        )
+        items = render_due(settings, renderer, decide_due(settings, state))
+    quiet = quiet_after(settings, poll.inputs, stopped, len(items))
+    if poll.inputs is not None and quiet != poll.inputs.quiet_plan:
+        store.mark_quiet(poll.show, quiet)
     return ShowPlan(poll, tuple(notices), tuple(items))
 
 
@@ -319,6 +307,7 @@ class Cycle:
     renderer: Renderer
     gate: asyncio.Semaphore
     parse_gate: asyncio.Semaphore
+    unfinished: frozenset[str | None] = frozenset()  # shows with ledger rows still owed
 
     async def show(self, show: ShowConfig) -> ShowPlan:
         """Phases 1–6 for one show, within the gate and under its lock (PostgreSQL)."""
@@ -347,8 +336,11 @@ class Cycle:
             )
             stopped = tuple(self.deliverer.stopped_teams)
             ledger = self.deliverer.ledger
+            owed = self.unfinished
             return await _db(
-                lambda: plan_show(self.settings, self.store, ledger, self.renderer, poll, stopped)
+                lambda: plan_show(
+                    self.settings, self.store, ledger, self.renderer, poll, stopped, owed
+                )
             )
         except Exception as exc:
             # One show's bad template, parser bug or database hiccup must not stop the
@@ -396,6 +388,7 @@ async def run_once(
             renderer or Renderer.of(settings),
             poll_gate or poll_limit(deliverer.ledger),
             parse_gate or parse_limit(),
+            await _db(deliverer.ledger.unfinished_shows),
         )
         plans = await asyncio.gather(*(cycle.show(s) for s in shows))
         # GitHub is asked beside delivery, never before it: digests go out with what is known.

@@ -548,6 +548,10 @@ async def _finish(response: httpx.Response, url: str, max_bytes: int) -> FetchRe
         max_age=parse_max_age(response.headers.get("Cache-Control")),
     )
     if status == 304:
+        # A 304 has no body (h11 reads none, whatever its headers say); reading that empty
+        # body to its end hands the connection back to the pool, where closing the response
+        # unread would hang it up and make the next request connect again.
+        await response.aread()
         return not_modified
     content = await _read_capped(response, url, max_bytes)
     return replace(

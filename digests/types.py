@@ -72,6 +72,19 @@ class FetchState:
 
 
 @dataclass(frozen=True)
+class PlanInputs:
+    """What the store says, in the read a poll starts with, about what a plan of the show
+    would read: if none of it moved since a plan that found nothing due, an unchanged feed
+    need not be planned again (``bot.poll_state``)."""
+
+    subscriptions: int = 0  # grows with every write to the show's subscriptions
+    episodes: int = 0  # grows with every statement writing the show's episodes
+    ledger_head: int = 0  # the show's newest ledger row (rows are never deleted)
+    unnamed_head: int = 0  # the newest ledger row that names no show
+    quiet_plan: str | None = None  # the inputs' key when the last plan found nothing due
+
+
+@dataclass(frozen=True)
 class UpsertResult:
     episode: Episode
     status: EpisodeStatus

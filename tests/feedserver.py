@@ -54,6 +54,7 @@ class RecordedRequest:
     method: str
     path: str  # with the query string
     headers: dict[str, str]  # lower-cased names
+    peer: tuple[str, int] | None = None  # the client's address and port: its connection
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name.lower())
@@ -93,7 +94,7 @@ class _Handler(LoopbackHandler):
     def _serve(self, *, send_body: bool) -> None:
         owner = self.server.owner
         headers = {k.lower(): v for k, v in self.headers.items()}
-        owner._record(RecordedRequest(self.command, self.path, headers))
+        owner._record(RecordedRequest(self.command, self.path, headers, self.client_address[:2]))
         route = owner._lookup(urlsplit(self.path).path)
         if route is None:
             self._plain(404, b"not found\n")

@@ -120,6 +120,20 @@ def test_human_size(n: int, text: str) -> None:
 # HTTP --------------------------------------------------------------------------------------
 
 
+async def test_a_304_leaves_the_connection_open_for_the_next_fetch(
+    client: httpx.AsyncClient, feed_server: FeedServer
+) -> None:
+    """A poll of many unchanged feeds on one host is one kept-alive connection, not one
+    connection (and, over TLS, one handshake) per feed."""
+    urls = [feed_server.route(f"/f{n}.xml", RSS, etag=f'"v{n}"') for n in range(3)]
+    for n, url in enumerate(urls * 2):
+        result = await fetch(client, url, etag=f'"v{n % 3}"')
+        assert result.status == "not_modified"
+    peers = {r.peer for r in feed_server.requests}
+    assert len(feed_server.requests) == 6
+    assert len(peers) == 1, peers
+
+
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 async def test_private_address_refused(
     client: httpx.AsyncClient, feed_server: FeedServer, host: str

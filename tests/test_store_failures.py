@@ -66,6 +66,8 @@ STORE_CALLS: dict[str, StoreCall] = {
     ),
     "remove_added_show": lambda s: s.remove_added_show("T1", "JAX"),
     "save_fetch_state": lambda s: s.save_fetch_state("PyTorch", FetchState(failures=1)),
+    "poll_state": lambda s: s.poll_state("PyTorch"),
+    "mark_quiet": lambda s: s.mark_quiet("PyTorch", "key"),
     "state_for_update": lambda s: s.state_for_update([EPISODE]),
     "apply_intents": lambda s: s.apply_intents(
         UpsertIntents(inserts=(EpisodeWrite(EPISODE, EPISODE.content_hash()),)), NOW
@@ -115,6 +117,7 @@ LEDGER_CALLS: dict[str, LedgerCall] = {
     "mark": lambda ledger, conn: ledger.mark(conn, 1, "me", NOW, state=LedgerState.POSTED),
     "owner_alive": lambda ledger, _: ledger.owner_alive("elsewhere:1:x"),
     "orphans": lambda ledger, _: ledger.orphans("me", lambda _ident: False),
+    "unfinished_shows": lambda ledger, _: ledger.unfinished_shows(),
 }
 LEDGER_WITHOUT_ERRORS = {"for_store", "is_postgres"}
 # On SQLite these are answered without the database (one machine: no namespace, and an

@@ -208,6 +208,17 @@ class Ledger:
         self.run(read)
         return out
 
+    def unfinished_shows(self) -> frozenset[str | None]:
+        """The shows with an episode row pending or posting (None: a row naming no show),
+        along the state index: each such row a plan of its show offers again."""
+        query = (
+            sa.select(deliveries.c.show)
+            .where(deliveries.c.state.in_((LedgerState.PENDING, LedgerState.POSTING)))
+            .where(deliveries.c.kind == "episode")
+            .distinct()
+        )
+        return frozenset(self.run(lambda conn: list(conn.execute(query).scalars())))
+
     def rows(self, conn: sa.Connection, idents: Sequence[Ident]) -> dict[Ident, LedgerRow]:
         """The rows for ``idents``, looked up along the unique index (see :meth:`entries`)."""
         with self._errors("reading delivery rows"):

@@ -92,6 +92,22 @@ shows = sa.Table(
     sa.Column("team_id", sa.String(32)),
     sa.Column("added_by", sa.String(32)),
     sa.Column("added_at", UTCDateTime),
+    # Grown by a trigger (migration 0017) on every write to the show's subscriptions;
+    # quiet_plan is the key of the plan inputs under which the last plan found nothing due
+    # (bot.poll_state), NULL once a plan found something.
+    sa.Column("subscriptions_version", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("quiet_plan", sa.Text),
+)
+
+# Grown by triggers (migration 0017) on every statement writing the show's episodes: a row
+# apart from the show's, so a first read of a large archive holds no lock a subscribe needs.
+episode_versions = sa.Table(
+    "episode_versions",
+    metadata,
+    sa.Column(
+        "show_id", sa.Integer, sa.ForeignKey("shows.id", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("version", sa.Integer, nullable=False, server_default="0"),
 )
 
 episodes = sa.Table(
@@ -212,6 +228,8 @@ deliveries = sa.Table(
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.UniqueConstraint("team_id", "channel_id", "kind", "key"),
     sa.Index(None, "state"),
+    # A show's newest ledger row in one probe (bot.poll_state: has the show's ledger grown?).
+    sa.Index("ix_deliveries_show_id", "show", "id"),
     sa.CheckConstraint(
         "state IN (" + ", ".join(f"'{state.value}'" for state in LedgerState) + ")", name="state"
     ),

@@ -10,8 +10,8 @@ from typing import Any, Literal
 import sqlalchemy as sa
 
 from digests.store.database import Database
-from digests.store.schema import shows, subscriptions
-from digests.types import FetchState
+from digests.store.schema import deliveries, episode_versions, shows, subscriptions
+from digests.types import FetchState, PlanInputs
 
 _FETCH_COLUMNS = (
     shows.c.etag,
@@ -23,6 +23,19 @@ _FETCH_COLUMNS = (
     shows.c.next_poll_at,
     shows.c.failing_notified,
 )
+
+
+def _fetch_state(row: Any) -> FetchState:
+    return FetchState(
+        etag=row.etag,
+        last_modified=row.last_modified,
+        last_polled_at=row.last_polled_at,
+        last_success_at=row.last_success_at,
+        last_error=row.last_error,
+        failures=row.failures,
+        next_poll_at=row.next_poll_at,
+        failing_notified=bool(row.failing_notified),
+    )
 
 
 def insert_show(conn: sa.Connection, name: str, **values: Any) -> int:
@@ -104,18 +117,49 @@ class ShowsMixin:
         """The show's polling state; a show never polled (or unknown) has the defaults."""
         with self._db.transaction(f"reading fetch state of {show!r}", write=False) as conn:
             row = conn.execute(sa.select(*_FETCH_COLUMNS).where(shows.c.name == show)).first()
-        if row is None:
-            return FetchState()
-        return FetchState(
-            etag=row.etag,
-            last_modified=row.last_modified,
-            last_polled_at=row.last_polled_at,
-            last_success_at=row.last_success_at,
-            last_error=row.last_error,
-            failures=row.failures,
-            next_poll_at=row.next_poll_at,
-            failing_notified=bool(row.failing_notified),
+        return FetchState() if row is None else _fetch_state(row)
+
+    def poll_state(self, show: str) -> tuple[FetchState, PlanInputs]:
+        """The fetch state and what the store says about the show's plan inputs, in one
+        statement: their versions, the newest ledger rows (one index probe each) and the key
+        of the last plan that found nothing due."""
+        newest = sa.func.max(deliveries.c.id)
+        head = sa.select(newest).where(deliveries.c.show == shows.c.name).scalar_subquery()
+        unnamed = sa.select(newest).where(deliveries.c.show.is_(None)).scalar_subquery()
+        episodes = (
+            sa.select(episode_versions.c.version)
+            .where(episode_versions.c.show_id == shows.c.id)
+            .scalar_subquery()
         )
+        query = sa.select(
+            *_FETCH_COLUMNS,
+            shows.c.subscriptions_version,
+            shows.c.quiet_plan,
+            episodes.label("episodes_version"),
+            head.label("ledger_head"),
+            unnamed.label("unnamed_head"),
+        ).where(shows.c.name == show)
+        with self._db.transaction(f"reading fetch state of {show!r}", write=False) as conn:
+            row = conn.execute(query).first()
+        if row is None:
+            return FetchState(), PlanInputs()
+        inputs = PlanInputs(
+            subscriptions=row.subscriptions_version,
+            episodes=row.episodes_version or 0,
+            ledger_head=row.ledger_head or 0,
+            unnamed_head=row.unnamed_head or 0,
+            quiet_plan=row.quiet_plan,
+        )
+        return _fetch_state(row), inputs
+
+    def mark_quiet(self, show: str, key: str | None) -> None:
+        """Remember the key of inputs under which a plan of the show found nothing due
+        (None: it found something, plan again next time)."""
+
+        def write(conn: sa.Connection) -> None:
+            conn.execute(sa.update(shows).where(shows.c.name == show).values(quiet_plan=key))
+
+        self._db.write(f"saving the plan state of {show!r}", write)
 
     def save_fetch_state(self, show: str, state: FetchState) -> None:
         values = {
