@@ -108,8 +108,10 @@ async def test_a_304_cycle_costs_one_read_and_one_write_per_show(
     assert {p.status for p in report.polls} == {"not_modified"}
     assert report.due == 0 and len(slack_fake.calls_to("chat.postMessage")) == posted
     # Per show: the fetch state with the plan inputs, then the new fetch state. Per cycle:
-    # the shows with ledger rows still owed.
-    assert verbs(seen) == {"SELECT": SHOWS + 1, "UPDATE": SHOWS}, seen
+    # the shows with ledger rows still owed, and the shows added from Slack.
+    counted = verbs(seen)
+    assert set(counted) == {"SELECT", "UPDATE"} and counted["UPDATE"] == SHOWS, seen
+    assert SHOWS < counted["SELECT"] <= SHOWS + 2, seen
 
 
 async def test_a_new_subscription_gets_its_backfill_from_an_unchanged_feed(
