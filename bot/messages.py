@@ -368,6 +368,11 @@ WHY_DAILY_DUE = (
     "This channel gets *{show}* in one message a day at {at} ({timezone}): it goes in the "
     "daily digest due {when}."
 )
+WHY_DAILY_ARCHIVE = (
+    "Not posted: this channel gets *{show}* in one message a day at {at} ({timezone}), and "
+    "the digest covering it (from {start}) leaves out episodes dated more than a day before "
+    "that: the archive, not news."
+)
 WHY_BEFORE = "Not posted: it came out before this channel subscribed ({when})."
 WHY_EXCLUDED = "Skipped by this channel's filter: it mentions {term}, which is excluded."
 WHY_REQUIRED = "Skipped by this channel's filter: it does not mention {term}, which is required."

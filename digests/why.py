@@ -4,7 +4,8 @@
 the episode (None: the archive does not have it) and the show's fetch state, and names the
 one reason that applies, in the order the pipeline applies them: a ledger row is the
 record of what happened; without one, a user pause, the subscription's age, the filter
-(which term), the channel's daily digest listing it, a Slack-side pause, or the episode
+(which term), the channel's daily digest listing it (or leaving it out as archive: dated
+more than a day before the day it covers), a Slack-side pause, or the episode
 being passed over (older than what the
 channel already had, or beyond the catch-up cap of one poll).
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from enum import StrEnum
 
-from digests.daily import Arrival, next_due, wanted, window
+from digests.daily import ARCHIVE_AFTER, Arrival, next_due, wanted, window
 from digests.filters import Check, Filter
 from digests.models import Episode
 from digests.types import FetchState, LedgerState, Subscription
@@ -28,6 +29,7 @@ class Reason(StrEnum):
     CHANNEL_PAUSED = "channel_paused"  # Slack-side: archived, removed, not found
     HELD = "held"  # arrived during a user pause
     DAILY = "daily"  # the channel's daily digest lists it (when: that digest's time)
+    DAILY_ARCHIVE = "daily_archive"  # daily mode: dated too long before its day (when: day start)
     BEFORE_SUBSCRIPTION = "before_subscription"
     FILTERED = "filtered"
     PASSED_OVER = "passed_over"
@@ -70,6 +72,16 @@ def _in_daily(episode: Episode, sub: Subscription, arrived: datetime, tz: tzinfo
         return False  # subscribed after that day's digest (``bot.daily``)
     start, end = window(due.astimezone(tz).date(), sub.daily_at, tz)
     return wanted(sub, Arrival(episode, arrived), start, end)
+
+
+def _daily_archive(
+    episode: Episode, sub: Subscription, arrived: datetime, tz: tzinfo
+) -> datetime | None:
+    """The start of the day's window when the daily digest left ``episode`` out as archive
+    (dated more than ``ARCHIVE_AFTER`` before it, ``digests.daily.wanted``); else None."""
+    assert sub.daily_at is not None
+    start, _ = window(next_due(arrived, sub.daily_at, tz).astimezone(tz).date(), sub.daily_at, tz)
+    return start if episode.published_at < start - ARCHIVE_AFTER else None
 
 
 def _from_ledger(row: Delivered, sub: Subscription) -> Why:
@@ -117,6 +129,8 @@ def explain(
         and (first_seen or created) <= created
     ):
         return Why(Reason.BEFORE_SUBSCRIPTION, when=created)
+    if sub.daily_at and (start := _daily_archive(episode, sub, arrived, tz)) is not None:
+        return Why(Reason.DAILY_ARCHIVE, when=start)
     if sub.paused:
         return Why(Reason.CHANNEL_PAUSED, error=sub.paused_reason)
     return Why(Reason.PASSED_OVER)

@@ -320,3 +320,22 @@ async def test_a_channel_has_one_daily_time_and_one_message_for_its_shows(
             f"• {jax_prs} — PR 199624 lands a fix; PR 199724 follows up.\n"
             "*PyTorch* · *<https://example.test/pytorch/2026-10-24|Daily Briefing 24>* · 2:24"
         ) in body
+
+
+async def test_why_names_the_daily_archive_rule(berlin: Rig) -> None:
+    """An episode first seen after the subscribe but dated more than a day before the day's
+    window is left out of the daily digest as archive; `why` says so (not "passed over")."""
+    rig = berlin
+    rig.slash("subscribe PyTorch daily 17:00")
+    backdate(rig.store)
+    rig.serve(22, 23, 24)
+    await rig.poll(utc(24, 13, 5))
+    await daily(rig, utc(24, 15, 0))
+    assert rig.posted() == ["2026-10-24"]
+    reason = rig.slash("why 2026-10-22")[0]
+    assert "older than what this channel already had" not in reason
+    assert reason.endswith(
+        "Not posted: this channel gets *PyTorch* in one message a day at 17:00 (Europe/Berlin), "
+        "and the digest covering it (from Fri 23 Oct 2026 17:00 Europe/Berlin) leaves out "
+        "episodes dated more than a day before that: the archive, not news."
+    )

@@ -168,6 +168,14 @@ def _sentence(answer: Why, show: str, sub: Subscription | None, deps: Deps, chan
                 timezone=deps.settings.timezone,
                 when=until_text(answer.when, deps),
             )
+        case Reason.DAILY_ARCHIVE:
+            assert answer.when is not None and sub is not None
+            return msg.WHY_DAILY_ARCHIVE.format(
+                show=name,
+                at=sub.daily_at,
+                timezone=deps.settings.timezone,
+                start=until_text(answer.when, deps),
+            )
         case Reason.BEFORE_SUBSCRIPTION:
             return msg.WHY_BEFORE.format(when=_when(answer.when, deps))
         case Reason.FILTERED:
