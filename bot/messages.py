@@ -115,6 +115,14 @@ BAD_DAILY_TIME = (
     "{value} is not a time of day: `daily` takes a 24-hour time from 00:00 to 23:59 "
     "(or 5pm, 9:30am), e.g. `daily 17:00`."
 )
+RECAP_MISPLACED = (
+    "`recap` goes at the end, as `recap on` or `recap off`{got}; to filter on the word, "
+    'quote it: `"recap"`.'
+)
+RECAP_GOT = " (not `recap {value}`)"
+DAILY_MISPLACED = (
+    "`{value}` goes at the end, after the filter: e.g. `subscribe JAX fsdp daily 9:30am`."
+)
 NO_CHANNEL = "This command needs a channel, and Slack sent none I can use; run it in a channel."
 BUTTON_OUT_OF_DATE = "Sorry, this button is out of date; run the command again for a fresh one."
 

@@ -142,3 +142,32 @@ async def test_help_lists_every_channel_control_with_the_filter_syntax(rig: Rig)
     # The short usage (an error of no one subcommand) names them as well.
     for word in ("preview [show] [filter…]", "pause [show]", "resume [show]", "why <episode>"):
         assert f"| {word}" in msg.USAGE_SHORT
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (
+            "subscribe PyTorch daily 9:30am fsdp",
+            "`daily 9:30am` goes at the end, after the filter: e.g. "
+            "`subscribe JAX fsdp daily 9:30am`.",
+        ),
+        (
+            "subscribe PyTorch recap maybe",
+            "`recap` goes at the end, as `recap on` or `recap off` (not `recap maybe`); to "
+            'filter on the word, quote it: `"recap"`.',
+        ),
+        (
+            "subscribe PyTorch recap",
+            "`recap` goes at the end, as `recap on` or `recap off`; to filter on the word, "
+            'quote it: `"recap"`.',
+        ),
+    ],
+)
+def test_misplaced_daily_or_recap_is_refused_not_made_keywords(
+    rig: Rig, text: str, reason: str
+) -> None:
+    lines = rig.slash(text)
+    assert lines == [f":warning: {reason}", lines[1]]
+    assert lines[1].startswith("Usage: `/episodes subscribe")
+    assert rig.store.subscriptions() == []

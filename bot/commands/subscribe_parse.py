@@ -29,6 +29,7 @@ from digests.filters import Filter, FilterSyntaxError
 # even one that names a show.
 _KEYWORDS_MARK = "keywords:"
 _RECAP_WORDS = {"on": True, "off": False, "yes": True, "no": False}
+_OFF = ("off", "no")
 _DOUBLE_QUOTES = str.maketrans({c: '"' for c in "“”„«»"})
 
 
@@ -174,6 +175,23 @@ def _keyword_terms(words: Sequence[Arg]) -> tuple[str, ...]:
     return tuple(seen.values())
 
 
+def _misplaced_options(words: Sequence[Arg]) -> None:
+    """``recap`` left among the keywords (``recap maybe``, ``recap fsdp``) and ``daily`` with a
+    time or ``off`` before more words (``daily 9:30am fsdp``) are refused: they would quietly
+    become filter keywords. Quoted, they are keywords (``"recap"``); ``daily standup`` is too."""
+    for i, arg in enumerate(words):
+        if arg.quoted:
+            continue
+        after = words[i + 1] if i + 1 < len(words) and not words[i + 1].quoted else None
+        if fold(arg.text) == "recap":
+            got = msg.RECAP_GOT.format(value=_quote(after.text)) if after else ""
+            raise CommandError(msg.RECAP_MISPLACED.format(got=got), "subscribe")
+        timed = after is not None and (after.text[:1].isdigit() or fold(after.text) in _OFF)
+        if fold(arg.text) == "daily" and after is not None and timed:
+            value = _quote(f"{arg.text} {after.text}")
+            raise CommandError(msg.DAILY_MISPLACED.format(value=value), "subscribe")
+
+
 def parse_subscribe(words: list[str], shows: Sequence[str]) -> Subscribe:
     if not shows:
         raise CommandError(msg.NO_SHOWS, "subscribe")
@@ -182,6 +200,7 @@ def parse_subscribe(words: list[str], shows: Sequence[str]) -> Subscribe:
     if not split.words and any(w.strip("+-") == '""' for w in words):
         # `subscribe PyTorch ""` would quietly drop the channel's filter.
         raise CommandError(msg.FILTER_EMPTY_QUOTES, "subscribe")
+    _misplaced_options(split.words)
     loose = [a.text for a in split.words]
     close = close_show(loose, shows) if not split.shows and loose else None
     if close is not None:
