@@ -107,17 +107,17 @@ def parse_preview(args: Sequence[str], shows: Sequence[str]) -> Preview:
     text = " ".join(args).translate(_DOUBLE_QUOTES)
     show, rest = split_show(text, shows)
     if show is None:
-        if len(shows) > 1:
-            if not text:
-                raise CommandError(msg.NAME_THE_SHOW.format(shows=", ".join(shows)), "preview")
-            first = quote_value(text.split()[0].strip('"'))
-            raise CommandError(
-                msg.UNKNOWN_SHOW.format(name=first, shows=", ".join(shows)), "preview"
-            )
+        if len(shows) > 1 and not text:
+            raise CommandError(msg.NAME_THE_SHOW.format(shows=", ".join(shows)), "preview")
         typo = close_show(text.replace('"', " ").split(), shows)
         if typo is not None:  # a misspelt show is not a filter word, as with subscribe
             name = quote_value(typo[0])
             raise CommandError(msg.SHOW_TYPO.format(name=name, show=typo[1]), "preview")
+        if len(shows) > 1:
+            first = quote_value(text.split()[0].strip('"'))
+            raise CommandError(
+                msg.UNKNOWN_SHOW.format(name=first, shows=", ".join(shows)), "preview"
+            )
         show = shows[0]  # with one show it may be left out, as with subscribe
     return Preview(show, read_filter(rest, "preview").terms())
 
