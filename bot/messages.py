@@ -319,6 +319,8 @@ PREVIEW_FOOTER = "Nothing changed. To get these here: `{command} subscribe {args
 PREVIEW_HINT = "Which recent episodes this lets through: `{command} preview {args}`"
 
 # -- pause / resume (issue 14) -----------------------------------------------------------
+PREVIEW_HINT_MANY = "Which recent episodes this lets through: {commands}"
+PREVIEW_HINT_ONE = "`{command} preview {args}`"
 
 PAUSE_NEED_WHEN = "Pause {word} what? Write it like `for 3d`, `until mon` or `until 2026-12-24`."
 PAUSE_NOT_A_DURATION = "`{value}` is not a length of time; write it like 12h, 3d or 2w."

@@ -16,3 +16,12 @@ def test_a_misspelt_show_in_preview_gets_a_hint_with_several_shows(
     body = ask(shows_app, "preview Pytroch x")
     assert "There is no show called Pytroch — did you mean PyTorch?" in text_of(body)
     assert "There is no show called `Nope`" in text_of(ask(shows_app, "preview Nope x"))
+
+
+def test_a_multi_show_subscribe_offers_a_preview_of_each_show(shows_app: RunningApp) -> None:
+    body = ask(shows_app, "subscribe PyTorch JAX fsdp")
+    assert (
+        "Which recent episodes this lets through: `/episodes preview PyTorch fsdp` · "
+        "`/episodes preview JAX fsdp`"
+    ) in text_of(body)
+

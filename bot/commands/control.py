@@ -87,8 +87,17 @@ def preview(command: Preview, deps: Deps) -> Message:
 def with_preview_hint(reply: Message, command: Subscribe) -> Message:
     """A subscribe reply plus where to see what its filter lets through (own block, so the
     confirmation line stays as it was)."""
-    args = escape.mrkdwn(msg.subscribe_args(command.show, command.keywords))
-    hint = context(msg.PREVIEW_HINT.format(command=msg.COMMAND, args=args))
+    if len(command.shows) == 1:
+        args = escape.mrkdwn(msg.subscribe_args(command.show, command.keywords))
+        hint = context(msg.PREVIEW_HINT.format(command=msg.COMMAND, args=args))
+    else:  # one preview per show: each has its own episodes
+        each = [
+            msg.PREVIEW_HINT_ONE.format(
+                command=msg.COMMAND, args=escape.mrkdwn(msg.subscribe_args(s, command.keywords))
+            )
+            for s in command.shows
+        ]
+        hint = context(msg.PREVIEW_HINT_MANY.format(commands=" · ".join(each)))
     return Message(text=reply["text"], blocks=[*reply["blocks"], hint])
 
 
