@@ -54,8 +54,9 @@ HELP_START = (
 )
 
 USAGE_SHORT = (
-    f"`{COMMAND} [recent [n] | latest | nearby <date | link | words | #PR> | pr <n | link>"
-    " | search <words> | week [week | date] | subscribe [show] [filter…] | unsubscribe [show]"
+    f"`{COMMAND} [recent [show] [n] | latest [show] | nearby [show] <date | link | words | #PR>"
+    " | pr [show] <n | link> | search [show] <words> | week [show] [week | date]"
+    " | subscribe [show] [filter…] | unsubscribe [show]"
     " | list | status | preview [show] [filter…] | pause [show] [for 3d | until mon]"
     " | resume [show] [--catch-up] | why <episode> | help]`"
 )
@@ -297,6 +298,7 @@ HOME_HINT = (
 
 FILTER_TOO_MANY = "A filter takes at most {limit} terms, not {count}."
 FILTER_TERM_TOO_LONG = "Filter terms are at most {limit} characters each."
+SEARCH_OPEN_QUOTE = "A quote in the search is never closed; put phrases in pairs of quotes."
 FILTER_OPEN_QUOTE = "A quote in the filter is never closed; put phrases in pairs of quotes."
 FILTER_LONE_SIGN = "`{term}` needs a word right after the {sign} (like +cuda or -rocm)."
 FILTER_EMPTY_QUOTES = (
@@ -317,10 +319,10 @@ PREVIEW_SKIP_REQUIRED = (
 PREVIEW_SKIP_NONE = ":no_entry_sign: {day} {headline} — skipped: mentions none of {terms}"
 PREVIEW_FOOTER = "Nothing changed. To get these here: `{command} subscribe {args}`"
 PREVIEW_HINT = "Which recent episodes this lets through: `{command} preview {args}`"
-
-# -- pause / resume (issue 14) -----------------------------------------------------------
 PREVIEW_HINT_MANY = "Which recent episodes this lets through: {commands}"
 PREVIEW_HINT_ONE = "`{command} preview {args}`"
+
+# -- pause / resume (issue 14) -----------------------------------------------------------
 
 PAUSE_NEED_WHEN = "Pause {word} what? Write it like `for 3d`, `until mon` or `until 2026-12-24`."
 PAUSE_NOT_A_DURATION = "`{value}` is not a length of time; write it like 12h, 3d or 2w."

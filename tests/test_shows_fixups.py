@@ -5,7 +5,7 @@ tests/test_shows_commands.py: PyTorch, JAX, Triton)."""
 from __future__ import annotations
 
 from tests.fixtures.app import RunningApp
-from tests.test_shows_commands import ask, shows_app, text_of
+from tests.test_shows_commands import ask, sections, shows_app, text_of
 
 __all__ = ["shows_app"]  # the fixture, used by name
 
@@ -25,3 +25,28 @@ def test_a_multi_show_subscribe_offers_a_preview_of_each_show(shows_app: Running
         "`/episodes preview JAX fsdp`"
     ) in text_of(body)
 
+
+def test_search_with_an_unclosed_quote_is_refused(shows_app: RunningApp) -> None:
+    text = text_of(ask(shows_app, 'search "unclosed'))
+    assert "A quote in the search is never closed" in text
+    assert "Nothing matches" not in text
+
+
+def test_a_note_after_a_show_name_reads_mid_sentence(shows_app: RunningApp) -> None:
+    ask(shows_app, "subscribe Triton fsdp")
+    text = text_of(ask(shows_app, "subscribe JAX PyTorch Triton"))
+    assert "*Triton*: it replaces the earlier filter" in text
+
+
+def test_the_short_usage_shows_the_show_argument_of_the_queries(shows_app: RunningApp) -> None:
+    text = text_of(ask(shows_app, "search " + "a" * 600))  # an error of no one subcommand
+    assert "takes at most 500" in text
+    for usage in ("recent [show] [n]", "latest [show]", "search [show] &lt;words&gt;", "pr [show]"):
+        assert usage in text
+
+
+def test_a_bare_show_name_answers_as_recent_does(shows_app: RunningApp) -> None:
+    bare, recent = ask(shows_app, "PyTorch"), ask(shows_app, "recent PyTorch")
+    assert "I don't know" not in text_of(bare)
+    assert sections(bare) == sections(recent)
+    assert sections(ask(shows_app, "jax")) == sections(ask(shows_app, "recent JAX"))

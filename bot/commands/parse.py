@@ -56,6 +56,8 @@ from bot.commands.subscribe_parse import parse_subscribe, parse_unsubscribe
 from digests.filters import Filter
 from digests.render.escape import unescape
 
+_DOUBLE_QUOTES = str.maketrans({c: '"' for c in "“”„«»"})  # as filters read them
+
 __all__ = [
     "DEFAULT_RECENT",
     "EPISODE_QUERIES",
@@ -261,6 +263,8 @@ def _parse_query(head: str, args: list[str], shows: Sequence[str], today: date |
         show, rest = _take_show(args, shows, "search", free_text=True)
         if not rest:
             raise CommandError(msg.NEED_WORDS, "search")
+        if " ".join(rest).translate(_DOUBLE_QUOTES).count('"') % 2:
+            raise CommandError(msg.SEARCH_OPEN_QUOTE, "search")
         return Search(" ".join(rest), show)
     show, rest = _take_show(args, shows, "week")
     return _with_show(parse_week_args(rest, today), show)
@@ -308,6 +312,8 @@ def parse_command(text: str, shows: Sequence[str], today: date | None = None) ->
         if not args:
             raise CommandError(msg.NEED_WHY, "why")
         return Explain(_parse_nearby(args, today))
+    if (show := _show_words(words, shows)) is not None:
+        return Recent(show=show)  # a bare show name: its recent episodes, as `recent JAX`
     return Help(unknown=_quote(words[0], 30))
 
 

@@ -60,7 +60,9 @@ def subscribe(command: Subscribe, deps: Deps, invocation: Invocation) -> Message
     else:
         names = _show_names(command.shows)
         parts = [msg.SUBSCRIBED_MANY.format(shows=names, filter=_filter_words(command))]
-        parts += [f"*{escape.mrkdwn(show)}*: {' '.join(c)}" for show, c in notes if c]
+        parts += [
+            f"*{escape.mrkdwn(show)}*: {_mid_sentence(' '.join(c))}" for show, c in notes if c
+        ]
         text = " ".join(parts)
     if command.daily not in (None, DAILY_OFF) and deps.store.set_daily_time(
         invocation.team_id, invocation.channel_id, command.daily
@@ -68,6 +70,11 @@ def subscribe(command: Subscribe, deps: Deps, invocation: Invocation) -> Message
         text += " " + msg.DAILY_TIME_MOVED.format(at=command.daily)
     blocks = [section(text), section(summary_line(made, deps))]
     return message(text, blocks + _backfill_note(command, deps, new))
+
+
+def _mid_sentence(text: str) -> str:
+    """A note after "*Show*: ": its first letter in lower case ("it replaces …")."""
+    return text[:1].lower() + text[1:]
 
 
 def _filter_words(command: Subscribe) -> str:
