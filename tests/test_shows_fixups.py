@@ -50,3 +50,10 @@ def test_a_bare_show_name_answers_as_recent_does(shows_app: RunningApp) -> None:
     assert "I don't know" not in text_of(bare)
     assert sections(bare) == sections(recent)
     assert sections(ask(shows_app, "jax")) == sections(ask(shows_app, "recent JAX"))
+
+
+def test_commas_between_show_names_in_subscribe(shows_app: RunningApp) -> None:
+    body = ask(shows_app, "subscribe JAX,PyTorch fsdp,dtensor")
+    assert sections(body)[1].startswith("Now: *JAX*, *PyTorch* · keywords “fsdp”, “dtensor”")
+    again = ask(shows_app, "subscribe JAX, Triton keywords: a,b")
+    assert sections(again)[1].startswith("Now: *JAX*, *Triton* · keywords “a,b”")

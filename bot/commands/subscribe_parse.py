@@ -112,10 +112,20 @@ def _read_recap(args: list[Arg]) -> tuple[list[Arg], bool | None]:
     return args, None
 
 
+def _split_commas(args: list[Arg]) -> list[Arg]:
+    """``JAX,PyTorch`` is two words, as keywords split on commas (up to ``keywords:``)."""
+    out: list[Arg] = []
+    for i, arg in enumerate(args):
+        if not arg.quoted and arg.text.casefold().startswith(_KEYWORDS_MARK):
+            return out + args[i:]
+        out += [arg] if arg.quoted else [Arg(t, False) for t in arg.text.split(",") if t]
+    return out
+
+
 def _split_subscribe(words: list[str], shows: Sequence[str]) -> _SubscribeWords:
     """Shows wherever they are named, the rest keywords: a known show name is never a
     keyword unless it is quoted after a show, or follows ``keywords:``."""
-    args, recap, daily = _read_options(unquote_words(words), shows)
+    args, recap, daily = _read_options(_split_commas(unquote_words(words)), shows)
     found: list[str] = []
     rest: list[Arg] = []
     i = 0
