@@ -13,6 +13,7 @@ from bot.commands.model import CommandError, Pause, Resume
 from digests.decide import decide
 from digests.models import Episode
 from digests.types import Subscription
+from tests.fixtures.app import wait_for
 from tests.fixtures.control import START, Rig
 
 
@@ -207,3 +208,20 @@ def test_decide_passes_over_what_arrived_in_a_user_pause() -> None:
     assert [d.episode.guid for d in due] == ["g4"]
     open_ended = Subscription("T", "C", "PyTorch", created_at=sub.created_at, held_at=sub.held_at)
     assert decide("PyTorch", eps, [open_ended], {}, first_seen=seen) == []
+
+
+async def test_pause_and_resume_are_announced_in_the_channel(rig: Rig) -> None:
+    rig.slash("subscribe PyTorch")
+    rig.clock.now = START + timedelta(hours=1)
+    url = rig.fake.response_url()
+    rig.sender.slash("pause PyTorch for 3d", response_url=url)
+    (notice,) = wait_for(lambda: rig.fake.responses(url), what="the pause announcement")
+    assert notice["response_type"] == "in_channel"
+    assert notice["text"].endswith(
+        " paused posting of *PyTorch* here until Sun 4 Oct 2026 15:00 UTC."
+    )
+    url = rig.fake.response_url()
+    rig.sender.slash("resume", response_url=url)
+    (notice,) = wait_for(lambda: rig.fake.responses(url), what="the resume announcement")
+    assert notice["response_type"] == "in_channel"
+    assert notice["text"].endswith(" resumed posting of every show here.")

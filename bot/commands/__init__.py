@@ -113,6 +113,8 @@ def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = F
         reply = control.with_preview_hint(reply, command)
     if isinstance(command, Subscribe | Unsubscribe) and not is_empty(reply):
         return Answer(reply, command, announce=subscriptions.announcement(command, invocation))
+    if isinstance(command, Pause | Resume) and not is_empty(reply):
+        return Answer(reply, command, announce=control.announcement(command, deps, invocation))
     if not shareable or is_empty(reply):
         return Answer(reply, command)
     share = unparse(command)
