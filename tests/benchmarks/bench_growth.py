@@ -8,18 +8,23 @@ left out) and the weekly recap's build. Prints p50/p95 per answer and size, and 
 from the smallest to the largest size. Run::
 
     python -m tests.benchmarks.bench_growth [--sizes 1000,10000,100000] [--repeat 30]
+        [--keep DIR] [--engines sqlite,postgresql]
 
 The same answers at every size in one run, so the growth column compares like with like.
+``--keep DIR`` keeps the seeded databases for the next run (SQLite files in DIR, PostgreSQL
+schemas ``growth_keep_<size>``): a database already holding its size is not seeded again,
+only migrated by ``Store.open`` — so a run on newer code measures the same rows, migrated.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,7 +35,7 @@ from digests.models import Episode, PullRequestRef
 from digests.recap import aggregate, week_of
 from digests.render import Renderer
 from digests.store import Store
-from tests.fixtures.store import postgres_schema
+from tests.fixtures.store import count_episodes, postgres_schema
 
 SHOWS = [f"Show{i:02d}" for i in range(20)]
 START = datetime(2010, 1, 1, 13, 0, tzinfo=UTC)
@@ -113,8 +118,13 @@ def settings_for(url: str) -> Settings:
 
 
 def seed(store: Store, size: int) -> datetime:
-    """``size`` episodes over the 20 shows; returns the newest publication time."""
+    """``size`` episodes over the 20 shows; returns the newest publication time.
+
+    A store already holding them (``--keep``) is left as it is.
+    """
     days = size // len(SHOWS)
+    if count_episodes(store) == days * len(SHOWS):
+        return START + timedelta(days=days - 1)
     for show in SHOWS:
         store.ensure_show(show, f"https://briefings.example/{show}.xml", f"ex/{show.lower()}")
     batch: list[Episode] = []
@@ -219,30 +229,53 @@ def run_engine(
     report(label, sizes, table)
 
 
+@contextlib.contextmanager
+def sqlite_file(size: int, keep: str | None) -> Iterator[str]:
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        yield f"sqlite:///{Path(keep).resolve() / f'growth-{size}.sqlite3'}"
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        yield f"sqlite:///{Path(tmp) / f'growth-{size}.sqlite3'}"
+
+
+@contextlib.contextmanager
+def postgres_kept(base: str, size: int) -> Iterator[str]:
+    """A schema of its own per size that outlives the run (``--keep``)."""
+    import sqlalchemy as sa
+
+    schema = f"growth_keep_{size}"
+    admin = sa.create_engine(base, poolclass=sa.pool.NullPool)
+    with admin.begin() as conn:
+        conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    admin.dispose()
+    separator = "&" if "?" in base else "?"
+    yield f"{base}{separator}options=-csearch_path%3D{schema}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--keep", metavar="DIR", help="keep seeded databases for the next run")
+    parser.add_argument("--engines", default="sqlite,postgresql")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    engines = args.engines.split(",")
 
-    class SqliteFile:
-        def __init__(self, size: int) -> None:
-            self.tmp = tempfile.TemporaryDirectory()
-            self.url = f"sqlite:///{Path(self.tmp.name) / f'growth-{size}.sqlite3'}"
-
-        def __enter__(self) -> str:
-            return self.url
-
-        def __exit__(self, *exc: object) -> None:
-            self.tmp.cleanup()
-
-    run_engine("SQLite", SqliteFile, sizes, args.repeat)
+    if "sqlite" in engines:
+        run_engine("SQLite", lambda size: sqlite_file(size, args.keep), sizes, args.repeat)
     base = os.environ.get("DIGESTBOT_TEST_POSTGRES_URL")
+    if "postgresql" not in engines:
+        return
     if not base:
         print("\n(PostgreSQL skipped: DIGESTBOT_TEST_POSTGRES_URL is not set)")
         return
-    run_engine("PostgreSQL", lambda _size: postgres_schema(base, "growth"), sizes, args.repeat)
+
+    def pg(size: int) -> contextlib.AbstractContextManager[str]:
+        return postgres_kept(base, size) if args.keep else postgres_schema(base, "growth")
+
+    run_engine("PostgreSQL", pg, sizes, args.repeat)
 
 
 if __name__ == "__main__":
