@@ -164,6 +164,19 @@ def _script(env: Environment, name: str, **values: Any) -> Message:
     return layout.build(script, template=name)
 
 
+def _episode_lines(
+    env: Environment, episodes: Sequence[_EpisodeView], multi_show: bool
+) -> list[Any]:
+    """Each episode's line, rendered once by ``recap_common.j2``'s macro: the post is tried
+    at a few sizes and the thread takes the rest, and every one of them reuses these."""
+    name = "recap_common.j2"
+    try:
+        line = env.get_template(name).module.episode_line  # type: ignore[attr-defined]
+        return [line(e, multi_show) for e in episodes]
+    except TemplateError as exc:
+        raise template_error(name, exc) from exc
+
+
 def _fits(message: Message) -> bool:
     return (
         len(message["blocks"]) <= limits.BLOCKS_PER_MESSAGE
@@ -269,11 +282,13 @@ def render_recap(
     episodes = _episode_views(recap)
     prs = recap.pull_requests
     listening = format_listening(recap.total_seconds, recap.untimed_episodes)
+    multi_show = len({e.show for e in recap.episodes}) > 1
+    lines = _episode_lines(env, episodes, multi_show)
     common = {
         "recap": recap,
         "title": title,
         "listening": listening,
-        "multi_show": len({e.show for e in recap.episodes}) > 1,
+        "multi_show": multi_show,
         "thread": thread,
         "repeated": any(len(p.guids) > 1 for p in recap.pull_requests),
     }
@@ -284,6 +299,7 @@ def render_recap(
             env,
             "recap.j2",
             episodes=episodes[:n_e],
+            episode_lines=lines[:n_e],
             prs=_pr_lines(recap, prs[:n_p]),
             more_episodes=len(episodes) - n_e,
             more_prs=len(prs) - n_p,
@@ -300,6 +316,7 @@ def render_recap(
             env,
             "recap_thread.j2",
             episodes=episodes[n_e:],
+            episode_lines=lines[n_e:],
             prs=_pr_lines(recap, prs[n_p:]),
             first_pr=n_p + 1,
             last_pr=len(prs),
