@@ -10,6 +10,9 @@ no show answers for the channel's shows, so its key names the channel.
 
 from __future__ import annotations
 
+from datetime import date
+from functools import lru_cache
+
 from bot.commands.base import Deps, Invocation
 from bot.commands.parse import EPISODE_QUERIES, CommandError, Week, parse_command, unparse
 from bot.commands.ttl import DEFAULT_SIZE, DEFAULT_TTL, SingleFlight, TtlCache
@@ -19,18 +22,26 @@ __all__ = ["DEFAULT_SIZE", "DEFAULT_TTL", "SingleFlight", "TtlCache", "cache_key
 
 def cache_key(text: str, deps: Deps, invocation: Invocation) -> str | None:
     """The key of a cacheable command (canonical text, plus what else it depends on)."""
+    base, per_channel = _command_key(text, tuple(deps.shows), deps.today())
+    if base is None or not per_channel:
+        return base
+    return f"{base}\x1f{invocation.team_id}\x1f{invocation.channel_id}"
+
+
+@lru_cache(maxsize=1024)
+def _command_key(text: str, shows: tuple[str, ...], today: date) -> tuple[str | None, bool]:
+    """(the key's command part, whether it depends on the channel): parsing is pure, and a
+    busy channel sends the same few texts, so each is parsed once a day (a parse cost as
+    much as the rest of a cache hit's own work)."""
     try:
-        command = parse_command(text, deps.shows, today=deps.today())
+        command = parse_command(text, list(shows), today=today)
     except CommandError:
-        return None  # parsing is the whole cost of an error reply
+        return None, False  # parsing is the whole cost of an error reply
     if isinstance(command, EPISODE_QUERIES):
         # Without a show named, the answer is about the shows this channel follows.
-        if command.show is not None or len(deps.shows) < 2:
-            return unparse(command)
-        return f"{unparse(command)}\x1f{invocation.team_id}\x1f{invocation.channel_id}"
+        return unparse(command), command.show is None and len(shows) >= 2
     if isinstance(command, Week):
         # The week shown depends on the shows this channel follows; a bare `week` also on
         # today (and on whether this week has episodes yet, which the TTL bounds).
-        week = unparse(command) if command.monday else f"week@{deps.today().isoformat()}"
-        return f"{week}\x1f{invocation.team_id}\x1f{invocation.channel_id}"
-    return None
+        return (unparse(command) if command.monday else f"week@{today.isoformat()}"), True
+    return None, False
