@@ -135,7 +135,8 @@ def recap_deliveries(
     if not subs:
         return []
     # One query for the week; channels differ only in which of these they keep.
-    episodes = read_week(settings, store, year, week)
+    filtered = any(k.strip() for s in subs for k in s.keywords)
+    episodes = read_week(settings, store, year, week, transcripts=filtered)
     return [
         Delivery(
             team_id=r.team_id,

@@ -50,13 +50,21 @@ def recap_shows(settings: Settings, shows: Iterable[str]) -> list[str]:
 
 
 def read_week(
-    settings: Settings, store: Store, year: int, week: int, shows: Sequence[str] | None = None
+    settings: Settings,
+    store: Store,
+    year: int,
+    week: int,
+    shows: Sequence[str] | None = None,
+    *,
+    transcripts: bool = True,
 ) -> list[Episode]:
     """The one store read: the episodes of ISO week ``year``-W``week`` in the configured
-    timezone (of ``shows``, or of every show)."""
+    timezone (of ``shows``, or of every show). ``transcripts=False`` when no keyword filter
+    will look at them (a recap itself reads headlines and summaries only)."""
     start, end = week_bounds(year, week, settings.tz)
+    found = store.between(start, end, shows=shows or None, transcripts=transcripts)
     # With stored PR details, so the top PRs are ranked as the digests rank them.
-    return attach_details(settings, store, store.between(start, end, shows=shows or None))
+    return attach_details(settings, store, found)
 
 
 def weekly(
@@ -71,7 +79,8 @@ def weekly(
     """The recap of ``year``-W``week`` for ``shows`` (empty: every configured show), before
     rendering."""
     names = recap_shows(settings, shows)
-    episodes = read_week(settings, store, year, week, names)
+    filtered = any(k.strip() for k in keywords)
+    episodes = read_week(settings, store, year, week, names, transcripts=filtered)
     return aggregate(episodes, year=year, week=week, tz=settings.tz, shows=names, keywords=keywords)
 
 

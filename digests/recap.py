@@ -152,8 +152,10 @@ _TOKEN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9'_.+#-]*[A-Za-z0-9+#])?|[^\sA-Z
 _BREAK = frozenset('.,;:!?()[]{}"“”‘’—–/|&')
 
 
+@lru_cache(maxsize=1 << 14)
 def _fold(word: str) -> str:
-    """Case-fold and fold plurals, so headline and summary spellings count as one."""
+    """Case-fold and fold plurals, so headline and summary spellings count as one (cached:
+    a week's documents repeat the same few hundred words)."""
     w = word.casefold().removesuffix("'s").removesuffix("’s")
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
@@ -216,24 +218,42 @@ def subjects(
 ) -> tuple[str, ...]:
     """Recurring subjects of ``(headline, summary)`` documents (see the module docstring)."""
     stop = stopwords() | {_fold(w) for s in extra_stopwords for w in s.split()}
-    candidates: dict[tuple[str, ...], _Candidate] = {}
+    # Each document's runs of content words, read once: (doc, part, position, run, folded).
+    runs: list[tuple[int, int, int, list[str], list[str]]] = []
     for doc, (headline, summary) in enumerate(documents):
         position = 0
         for part, text in enumerate((headline, summary)):
             for run in _runs(text, stop):
-                folded = [_fold(t) for t in run]
-                for n in range(1, max_words + 1):
-                    for i in range(len(run) - n + 1):
-                        key = tuple(folded[i : i + n])
-                        cand = candidates.setdefault(key, _Candidate(key))
-                        cand.docs.add(doc)
-                        if part == 0:
-                            cand.headline_docs.add(doc)
-                        cand.first = min(cand.first, (doc, position + i))
-                        # Summary spellings are sentence case: better than Title Case.
-                        cand.forms[" ".join(run[i : i + n])] += 1 if part == 0 else 2
+                runs.append((doc, part, position, run, [_fold(t) for t in run]))
                 position += len(run)
-    recurring = [c for c in candidates.values() if len(c.docs) >= min_docs]
+    # How many documents say each phrase (documents come in order, so a phrase's last
+    # document tells a new one): most phrases are said once and need nothing more.
+    said: dict[tuple[str, ...], int] = {}
+    last: dict[tuple[str, ...], int] = {}
+    for doc, _, _, run, folded in runs:
+        for n in range(1, max_words + 1):
+            for i in range(len(run) - n + 1):
+                key = tuple(folded[i : i + n])
+                if last.get(key) != doc:
+                    last[key] = doc
+                    said[key] = said.get(key, 0) + 1
+    candidates: dict[tuple[str, ...], _Candidate] = {}
+    for doc, part, position, run, folded in runs:
+        for n in range(1, max_words + 1):
+            for i in range(len(run) - n + 1):
+                key = tuple(folded[i : i + n])
+                if said[key] < min_docs:
+                    continue
+                cand = candidates.get(key)
+                if cand is None:
+                    cand = candidates[key] = _Candidate(key)
+                cand.docs.add(doc)
+                if part == 0:
+                    cand.headline_docs.add(doc)
+                cand.first = min(cand.first, (doc, position + i))
+                # Summary spellings are sentence case: better than Title Case.
+                cand.forms[" ".join(run[i : i + n])] += 1 if part == 0 else 2
+    recurring = list(candidates.values())
     covered = _covered(recurring)
     kept = [c for c in recurring if c.key not in covered]
     kept.sort(key=lambda c: (-len(c.docs), -len(c.headline_docs), -len(c.key), c.first))

@@ -43,7 +43,10 @@ def week_filters(deps: Deps, invocation: Invocation, show: str | None = None) ->
 
 def week_episodes(week: Week, deps: Deps, filters: Filters) -> list[Episode]:
     assert week.year is not None and week.number is not None
-    episodes = read_week(deps.settings, deps.store, week.year, week.number, list(filters))
+    filtered = any(filters.values())  # only a keyword filter reads transcripts
+    episodes = read_week(
+        deps.settings, deps.store, week.year, week.number, list(filters), transcripts=filtered
+    )
     return [e for e in episodes if matches(e, filters.get(e.show, ()))]
 
 

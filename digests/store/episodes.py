@@ -61,8 +61,17 @@ _UPDATED_COLUMNS = (
 )
 
 
-def select_episodes() -> sa.Select[Any]:
-    return sa.select(*EPISODE_COLUMNS).select_from(EPISODES_JOIN)
+# In place of the transcript when a read does not need it (a week's list, a count).
+NO_TRANSCRIPT = sa.literal("", sa.Text).label("transcript")
+
+
+def select_episodes(*, transcripts: bool = True) -> sa.Select[Any]:
+    """Episode rows with ``EPISODE_COLUMNS``; ``transcripts=False`` reads each transcript
+    as ``""`` (the largest column by far, which only search and keyword filters look at)."""
+    if transcripts:
+        return sa.select(*EPISODE_COLUMNS).select_from(EPISODES_JOIN)
+    columns = [NO_TRANSCRIPT if c is episodes.c.transcript else c for c in EPISODE_COLUMNS]
+    return sa.select(*columns).select_from(EPISODES_JOIN)
 
 
 def in_shows(stmt: sa.Select[Any], names: Sequence[str] | None) -> sa.Select[Any]:
@@ -106,10 +115,9 @@ def hydrate(conn: sa.Connection, rows: Sequence[Any]) -> list[Episode]:
             .select_from(PRS_JOIN)
             .where(episode_prs.c.episode_id.in_(chunk))
             .order_by(episode_prs.c.episode_id, episode_prs.c.position)
-        ):
-            prs.setdefault(pr.episode_id, []).append(
-                PullRequestRef(number=pr.number, url=pr.url, context=pr.context)
-            )
+        ).tuples():
+            episode_id, number, url, context = pr
+            prs.setdefault(episode_id, []).append(PullRequestRef(number, url, context))
     return [
         Episode(
             guid=row.guid,

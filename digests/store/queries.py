@@ -157,13 +157,19 @@ class QueriesMixin:
         )
 
     def between(
-        self, start: datetime, end: datetime, shows: Sequence[str] | None = None
+        self,
+        start: datetime,
+        end: datetime,
+        shows: Sequence[str] | None = None,
+        *,
+        transcripts: bool = True,
     ) -> list[Episode]:
-        """Published in [start, end), oldest first."""
+        """Published in [start, end), oldest first (``transcripts=False``: each with an
+        empty transcript, for readers that never look at it)."""
         start, end = aware(start, "start"), aware(end, "end")
         return self._episodes(
             "reading episodes by date",
-            select_episodes()
+            select_episodes(transcripts=transcripts)
             .where(episodes.c.published_at >= start, episodes.c.published_at < end)
             .order_by(*OLDEST),
             shows,
