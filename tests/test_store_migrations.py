@@ -19,7 +19,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from digests.models import Episode, guid_key
-from digests.store import Store
+from digests.store import Store, database
 from digests.store.ledger import Ledger
 from digests.store.schema import include_object, metadata
 from tests.fixtures.store import SAMPLE_NOW, count_episodes
@@ -51,10 +51,26 @@ def test_migrates_an_empty_database_to_head(db_url: str) -> None:
                 for u in sa.inspect(conn).get_unique_constraints("deliveries")
             }
         assert tables >= TABLES
-        assert current == head() == "0017"
+        assert current == head() == "0018"
         assert ("team_id", "channel_id", "kind", "key") in uniques
     finally:
         store.close()
+
+
+def test_the_head_from_file_names_is_alembics_head() -> None:
+    assert database.head_revision() == head()
+
+
+def test_a_current_database_opens_without_importing_alembic(db_url: str) -> None:
+    Store.open(db_url).close()
+    script = (
+        "import sys; from digests.store import Store; "
+        f"Store.open({db_url!r}).close(); print(sorted(m for m in sys.modules if 'alembic' in m))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stderr
 
 
 def test_migration_matches_schema_module(store: Store) -> None:
