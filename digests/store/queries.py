@@ -274,24 +274,27 @@ class QueriesMixin:
             shows,
         )
 
-    def _title_trigram_rows(self, needles: Sequence[str]) -> list[int] | None:
+    def _title_trigram_rows(self, needles: Sequence[str]) -> sa.Select[Any] | None:
         """The rows whose headline or title contains every needle of 3+ characters, by the
-        SQLite trigram index (a superset: the LIKEs still decide); None when it cannot
-        narrow (PostgreSQL, only short needles, or too many rows)."""
+        SQLite trigram index (a superset: the LIKEs still decide), as a subquery; None when
+        it cannot narrow (PostgreSQL, only short needles, or too many rows). How many is
+        counted in SQLite (a bounded count), so the rows never travel to Python and back
+        as a thousand parameters."""
         long = [n for n in needles if len(n) >= 3]
         if self._db.dialect != "sqlite" or not long:
             return None
         fts: sa.ColumnElement[Any] = sa.literal_column(SQLITE_TITLE_TRIGRAMS)
         match = " ".join('"' + clean(n).replace('"', '""') + '"' for n in long)
-        stmt: sa.Select[Any] = (
+        rows: sa.Select[Any] = (
             sa.select(sa.literal_column("rowid"))
             .select_from(sa.table(SQLITE_TITLE_TRIGRAMS))
             .where(fts.op("MATCH")(match))
-            .limit(TITLE_TRIGRAM_BOUND + 1)
         )
+        bounded = rows.limit(TITLE_TRIGRAM_BOUND + 1).subquery()
+        count = sa.select(sa.func.count()).select_from(bounded)
         with self._db.transaction("finding episodes by title words", write=False) as conn:
-            rows = [int(r) for r in conn.execute(stmt).scalars()]
-        return rows if len(rows) <= TITLE_TRIGRAM_BOUND else None
+            found = int(conn.execute(count).scalar_one())
+        return rows if found <= TITLE_TRIGRAM_BOUND else None
 
     def by_pr(self, number: int, shows: Sequence[str] | None = None) -> list[PrMention]:
         """Every episode naming PR ``number``, newest first, with the sentence that names it."""
