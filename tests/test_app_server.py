@@ -89,6 +89,32 @@ def test_without_a_signing_secret_every_http_request_is_refused(
         server.stop()
 
 
+def test_the_server_is_the_only_signature_check_and_fails_closed(
+    app_settings: Settings, seeded_store: tuple[Store, list[Episode]], slack_fake: SlackFake
+) -> None:
+    # Bolt does not verify again (build_app), so an app whose secret the server cannot read
+    # must get nothing through: every request refused, signed or not.
+    store, _ = seeded_store
+    app = build_app(app_settings, store, Renderer())
+    assert not any(
+        type(m).__name__ == "AsyncRequestVerification" for m in app._async_middleware_list
+    )
+    app._signing_secret = ""  # what the server reads; blank reads as no secret at all
+    server = AppServer(app_settings, build_asgi(app, store)).start()
+    sender = SlackSender(server.url, slack_fake)
+    try:
+        assert sender.slash("recent").status_code == 401
+        assert (
+            sender.post(
+                sender.slash_body("recent"), "application/x-www-form-urlencoded", signed=False
+            ).status_code
+            == 401
+        )
+    finally:
+        sender.close()
+        server.stop()
+
+
 # TCP_NODELAY (issue 11) --------------------------------------------------------------------
 
 
