@@ -300,12 +300,20 @@ def _repo_of(url: str) -> str:
 
 
 def _phrase_rank(words: Sequence[str], episode: Episode) -> int:
-    """0: the words as a phrase in the episode's text, 1: all of them anywhere, 2: some."""
-    text = title_words("\n".join((episode.headline, episode.summary, episode.transcript)))
-    n = len(words)
-    if n and any(text[i : i + n] == list(words) for i in range(len(text) - n + 1)):
+    """0: the words as a phrase in the episode's text, 1: all of them anywhere, 2: some.
+
+    Words as ``title_words`` reads them (runs of ``\\w`` in the case-folded text), found by
+    regular expressions over the text instead of a list of its every word: a phrase is the
+    words with only non-word characters between them, a word is one with none beside it.
+    """
+    if not words:
+        return 1
+    text = "\n".join((episode.headline, episode.summary, episode.transcript)).casefold()
+    phrase = r"\W+".join(re.escape(w) for w in words)
+    if re.search(rf"(?<!\w){phrase}(?!\w)", text):
         return 0
-    return 1 if set(words) <= set(text) else 2
+    found = all(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text) for w in words)
+    return 1 if found else 2
 
 
 def search(command: Search, deps: Deps, invocation: Invocation | None = None) -> Message:
