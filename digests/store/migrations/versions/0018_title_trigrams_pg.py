@@ -14,8 +14,8 @@ extension under another's indexes). A server without it, or a role that may not 
 it, keeps working without the indexes (the query is the same, only slower), and the
 migration says so in the log.
 
-Revision ID: 0016
-Revises: 0015
+Revision ID: 0018
+Revises: 0017
 Create Date: 2026-12-01
 """
 
