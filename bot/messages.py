@@ -302,7 +302,6 @@ HOME_HINT = (
 
 FILTER_TOO_MANY = "A filter takes at most {limit} terms, not {count}."
 FILTER_TERM_TOO_LONG = "Filter terms are at most {limit} characters each."
-SEARCH_OPEN_QUOTE = "A quote in the search is never closed; put phrases in pairs of quotes."
 FILTER_OPEN_QUOTE = "A quote in the filter is never closed; put phrases in pairs of quotes."
 FILTER_LONE_SIGN = "`{term}` needs a word right after the {sign} (like +cuda or -rocm)."
 FILTER_EMPTY_QUOTES = (

@@ -26,12 +26,6 @@ def test_a_multi_show_subscribe_offers_a_preview_of_each_show(shows_app: Running
     ) in text_of(body)
 
 
-def test_search_with_an_unclosed_quote_is_refused(shows_app: RunningApp) -> None:
-    text = text_of(ask(shows_app, 'search "unclosed'))
-    assert "A quote in the search is never closed" in text
-    assert "Nothing matches" not in text
-
-
 def test_a_note_after_a_show_name_reads_mid_sentence(shows_app: RunningApp) -> None:
     ask(shows_app, "subscribe Triton fsdp")
     text = text_of(ask(shows_app, "subscribe JAX PyTorch Triton"))

@@ -56,8 +56,6 @@ from bot.commands.subscribe_parse import parse_subscribe, parse_unsubscribe
 from digests.filters import Filter
 from digests.render.escape import unescape
 
-_DOUBLE_QUOTES = str.maketrans({c: '"' for c in "“”„«»"})  # as filters read them
-
 __all__ = [
     "DEFAULT_RECENT",
     "EPISODE_QUERIES",
@@ -263,8 +261,6 @@ def _parse_query(head: str, args: list[str], shows: Sequence[str], today: date |
         show, rest = _take_show(args, shows, "search", free_text=True)
         if not rest:
             raise CommandError(msg.NEED_WORDS, "search")
-        if " ".join(rest).translate(_DOUBLE_QUOTES).count('"') % 2:
-            raise CommandError(msg.SEARCH_OPEN_QUOTE, "search")
         return Search(" ".join(rest), show)
     show, rest = _take_show(args, shows, "week")
     return _with_show(parse_week_args(rest, today), show)
