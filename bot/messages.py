@@ -367,6 +367,7 @@ WHY_NOTHING = "No episode matches that; try an episode link, a date, words of it
 WHY_TITLE = "*{headline}* ({day}, {show})"
 WHY_POSTED = "Posted here."
 WHY_POSTED_LINK = "<{link}|See it in the channel.>"
+WHY_UPDATED = "Posted here, and updated {when} because the episode changed."
 WHY_ON_ITS_WAY = "Planned for this channel and being posted; it should appear within minutes."
 WHY_FAILED = (
     "Slack refused to post it here (`{error}`, last tried {when}); it is tried again only "

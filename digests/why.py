@@ -3,11 +3,11 @@
 ``explain`` reads the channel's ledger row for the episode, its subscription to the show,
 the episode (None: the archive does not have it) and the show's fetch state, and names the
 one reason that applies, in the order the pipeline applies them: a ledger row is the
-record of what happened; without one, a user pause, the subscription's age, the filter
-(which term), the channel's daily digest listing it (or leaving it out as archive: dated
-more than a day before the day it covers), a Slack-side pause, or the episode
-being passed over (older than what the
-channel already had, or beyond the catch-up cap of one poll).
+record of what happened (posted; updated too when the digest was edited because the
+episode changed); without one, a user pause, the subscription's age, the filter (which
+term), the channel's daily digest listing it (or leaving it out as archive: dated more
+than a day before the day it covers), a Slack-side pause, or the episode being passed over
+(older than what the channel already had, or beyond the catch-up cap of one poll).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from digests.types import FetchState, LedgerState, Subscription
 
 class Reason(StrEnum):
     POSTED = "posted"
+    UPDATED = "updated"  # posted, then edited in place because the episode changed
     ON_ITS_WAY = "on_its_way"  # planned or being posted right now
     FAILED = "failed"  # Slack refused it: retried only if the episode changes
     CHANNEL_PAUSED = "channel_paused"  # Slack-side: archived, removed, not found
@@ -47,6 +48,7 @@ class Delivered:
     ts: str | None = None
     error: str | None = None
     updated_at: datetime | None = None
+    edited_at: datetime | None = None  # the digest's last edit for a changed episode
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,8 @@ class Why:
     reason: Reason
     check: Check | None = None  # FILTERED: the verdict and the term that decided
     error: str | None = None  # FAILED, FEED_FAILING, CHANNEL_PAUSED: in Slack's or the feed's words
-    when: datetime | None = None  # POSTED: last written; HELD: pause end; feed: next poll
-    ts: str | None = None  # POSTED: the message, for its permalink
+    when: datetime | None = None  # POSTED: last written; UPDATED: edited; HELD: pause end; …
+    ts: str | None = None  # POSTED, UPDATED: the message, for its permalink
 
 
 def filter_check(episode: Episode, chosen: Filter) -> Check:
@@ -85,6 +87,8 @@ def _daily_archive(
 
 
 def _from_ledger(row: Delivered, sub: Subscription) -> Why:
+    if row.state == LedgerState.POSTED and row.edited_at is not None:
+        return Why(Reason.UPDATED, when=row.edited_at, ts=row.ts)
     if row.state == LedgerState.POSTED:
         return Why(Reason.POSTED, when=row.updated_at, ts=row.ts)
     if row.state == LedgerState.FAILED:

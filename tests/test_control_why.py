@@ -1,20 +1,31 @@
 """`/episodes why <episode>` over real signed HTTP, each reason produced by real polls (a feed
-on loopback, the Slack fake, SQLite and PostgreSQL): posted (with its permalink), skipped by
-the filter (which term), held by a pause, before the subscription, the channel archived,
-not yet polled, the feed failing, not in the feed; and the pure decision as a table."""
+on loopback, the Slack fake, SQLite and PostgreSQL): posted (with its permalink), updated
+(the episode changed and the digest was edited), skipped by the filter (which term), held by
+a pause, before the subscription, the channel archived, another show's episode (not
+followed here), not yet polled, the feed failing, not in the feed; and the pure decision as
+a table."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+import httpx
 import pytest
 
+from bot.delivery import Deliverer
+from config.settings import ShowConfig
 from digests.filters import Verdict
 from digests.models import Episode
+from digests.store import Store
+from digests.store.ledger import Ledger
 from digests.types import FetchState, LedgerState, Subscription
 from digests.why import Delivered, Reason, explain
-from tests.fixtures.control import START, Rig
+from tests.feedserver import FeedServer
+from tests.fixtures.app import make_settings
+from tests.fixtures.control import START, Clock, Rig, app_with_clock
 from tests.fixtures.delivery import rss, rss_item
+from tests.slackfake import SlackFake
 
 CHANNEL = "C0TEST0001"
 
@@ -43,6 +54,39 @@ async def test_why_a_posted_digest_links_to_it(rig: Rig) -> None:
         f"<https://fake.slack.test/archives/{CHANNEL}/p{posted['ts'].replace('.', '')}"
         "|See it in the channel.>"
     )
+
+
+async def test_why_an_edited_digest_says_updated_and_when(rig: Rig) -> None:
+    rig.serve(1)
+    rig.slash("subscribe PyTorch")
+    await rig.poll(START)
+    ledger = Ledger.for_store(rig.store)
+    (first,) = ledger.all_rows()
+    assert first.edited_at is None
+
+    # The feed rewrites the episode's description: the next poll edits the digest in place.
+    rig.feed.route("/feed.xml", rss(rss_item(1, summary="A corrected account of day one.")))
+    await rig.poll(START + timedelta(hours=1))
+    (posted,) = rig.fake.messages(CHANNEL)
+    assert "corrected account" in str(posted["blocks"])
+    assert len(rig.fake.calls_to("chat.update")) == 1
+    (row,) = ledger.all_rows()
+    assert row.edited_at is not None and row.ts == posted["ts"]
+
+    edited = row.edited_at.astimezone(UTC)
+    expected = (
+        f"Posted here, and updated {edited:%a} {edited.day} {edited:%b %Y %H:%M} UTC because "
+        "the episode changed. "
+        f"<https://fake.slack.test/archives/{CHANNEL}/p{posted['ts'].replace('.', '')}"
+        "|See it in the channel.>"
+    )
+    assert said(rig.slash(f"why <{link(1)}>")) == expected
+    assert said(rig.slash("why daily briefing 1")) == expected
+
+    # An unchanged poll neither edits again nor moves the time `why` gives.
+    await rig.poll(START + timedelta(hours=2))
+    assert len(rig.fake.calls_to("chat.update")) == 1
+    assert ledger.all_rows()[0].edited_at == row.edited_at
 
 
 async def test_why_names_the_term_the_pause_and_the_subscription(rig: Rig) -> None:
@@ -112,6 +156,61 @@ async def test_why_an_episode_the_archive_lacks(rig: Rig) -> None:
     assert " next try " in line
 
 
+def jax_item(day: int, headline: str, prs: str = "") -> str:
+    """An item of a second show, "JAX", with its own guid and link."""
+    item = rss_item(day, headline=headline, prs=prs)
+    return item.replace("PyTorch: ", "JAX: ").replace("pytorch", "jax")
+
+
+@pytest.fixture
+def two_shows(
+    store: Store,
+    slack_fake: SlackFake,
+    feed_server: FeedServer,
+    http: httpx.AsyncClient,
+    deliverer: Deliverer,
+) -> Iterator[Rig]:
+    torch = feed_server.route("/feed.xml", rss(rss_item(1)))
+    jax = feed_server.route(
+        "/jax.xml",
+        rss(
+            jax_item(3, "Sharding Day", "PR 4242 shards the arrays."),
+            jax_item(1, "Daily Briefing 1"),
+        ),
+    )
+    settings = make_settings(
+        slack_fake.api_url,
+        slack_fake.token,
+        shows=[
+            ShowConfig(name="PyTorch", feed=torch, repo="pytorch/pytorch"),
+            ShowConfig(name="JAX", feed=jax, repo="jax-ml/jax"),
+        ],
+        thread_replies=False,
+    )
+    clock = Clock()
+    with app_with_clock(settings, store, slack_fake, clock) as sender:
+        yield Rig(settings, store, slack_fake, sender, clock, feed_server, http, deliverer)
+
+
+async def test_why_of_a_show_not_followed_here_says_so(two_shows: Rig) -> None:
+    rig = two_shows
+    rig.slash("subscribe PyTorch")
+    await rig.poll(START + timedelta(days=2))
+    assert rig.posted() == ["PyTorch:pytorch-2026-10-01"]
+    not_followed = "This channel does not follow *JAX*; `/episodes subscribe` posts it here."
+    for text in ("why sharding day", "why 2026-10-03", "why #4242"):
+        lines = rig.slash(text)
+        assert lines[0] == f"*Sharding Day* (3 Oct 2026, JAX)\n{not_followed}", text
+    # The channel's own shows come first: day 1 of both is PyTorch's here.
+    lines = rig.slash("why 2026-10-01")
+    assert lines[0].startswith("*Daily Briefing 1* (1 Oct 2026, PyTorch)\nPosted here.")
+    lines = rig.slash("why no such title words")
+    assert lines[0] == (
+        ":warning: No episode matches that; try an episode link, a date, words of its title or #PR."
+    )
+    assert lines[1].startswith("Usage: `/episodes why &lt;")
+
+
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
@@ -153,6 +252,14 @@ POLLED = FetchState(last_polled_at=NOW, last_success_at=NOW)
     ("episode", "sub", "row", "feed", "seen", "reason"),
     [
         (EPISODE, SUB, Delivered(LedgerState.POSTED, ts="1.2"), POLLED, None, Reason.POSTED),
+        (
+            EPISODE,
+            SUB,
+            Delivered(LedgerState.POSTED, ts="1.2", edited_at=NOW),
+            POLLED,
+            None,
+            Reason.UPDATED,
+        ),
         (EPISODE, SUB, Delivered(LedgerState.PENDING), POLLED, None, Reason.ON_ITS_WAY),
         (EPISODE, SUB, Delivered(LedgerState.POSTING), POLLED, None, Reason.ON_ITS_WAY),
         (EPISODE, SUB, Delivered(LedgerState.FAILED, error="x"), POLLED, None, Reason.FAILED),

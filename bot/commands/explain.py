@@ -90,7 +90,7 @@ def _delivered(deps: Deps, invocation: Invocation, episode: Episode) -> Delivere
     row = ledger.run(lambda conn: ledger.rows(conn, [ident])).get(ident)
     if row is None:
         return None
-    return Delivered(row.state, row.ts, row.error, row.updated_at)
+    return Delivered(row.state, row.ts, row.error, row.updated_at, row.edited_at)
 
 
 def _feed_state(deps: Deps, shows: list[str]) -> tuple[str, FetchState]:
@@ -108,6 +108,11 @@ def why(command: Explain, deps: Deps, invocation: Invocation) -> Message:
     subs = deps.store.subscriptions(team_id=invocation.team_id, channel_id=invocation.channel_id)
     followed = [s.show for s in subs] or deps.shows
     episode = find(command, deps, followed)
+    others = [show for show in deps.shows if show not in followed]
+    if episode is None and others and not isinstance(command.target, NearbyUrl):
+        # None of the channel's shows has it: another show's episode is answered "this
+        # channel does not follow that show" (as a link is), not "no episode matches".
+        episode = find(command, deps, others)
     if episode is None and not isinstance(command.target, NearbyUrl):
         return error_reply(CommandError(msg.WHY_NOTHING, "why"))
     if episode is None:
@@ -146,9 +151,11 @@ def _sentence(answer: Why, show: str, sub: Subscription | None, deps: Deps, chan
     name = escape.mrkdwn(show)
     error = escape.mrkdwn(escape.truncate(answer.error or "", 200))
     match answer.reason:
-        case Reason.POSTED:
+        case Reason.POSTED | Reason.UPDATED:
             link = deps.permalink(channel, answer.ts) if deps.permalink and answer.ts else None
             text = msg.WHY_POSTED
+            if answer.reason is Reason.UPDATED:
+                text = msg.WHY_UPDATED.format(when=_when(answer.when, deps))
             return text + (" " + msg.WHY_POSTED_LINK.format(link=link) if link else "")
         case Reason.ON_ITS_WAY:
             return msg.WHY_ON_ITS_WAY

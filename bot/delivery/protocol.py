@@ -236,6 +236,9 @@ class ExactlyOnce:
             await outbox.update(item.channel_id, ts, item.message, metadata=digest_meta)
         except PostFailure as exc:
             return await self._edit_failed(item, row, ts, exc, "update")
+        # The digest shows the new version from here on, whatever its thread does next:
+        # `why` says it was updated, and when. Written with the row's next mark, not alone.
+        edited = self.clock()
         thread_ts = row.thread_ts
         if item.manage_thread:
             # Nothing to post and no reply on record (a failed edit records its parent's
@@ -246,7 +249,7 @@ class ExactlyOnce:
             )
             if isinstance(done, Done):
                 return done
-            synced = await self._sync_thread(outbox, item, row, ts, done)
+            synced = await self._sync_thread(outbox, item, row, ts, done, edited)
             if isinstance(synced, Done):
                 return synced
             thread_ts = synced
@@ -257,11 +260,18 @@ class ExactlyOnce:
             thread_ts=thread_ts,
             content_hash=item.content_hash or None,
             error=None,
+            edited_at=edited,
         )
         return Done(Outcome.UPDATED)
 
     async def _sync_thread(
-        self, outbox: Outbox, item: Delivery, row: LedgerRow, ts: str, done: dict[str, str]
+        self,
+        outbox: Outbox,
+        item: Delivery,
+        row: LedgerRow,
+        ts: str,
+        done: dict[str, str],
+        edited: datetime,
     ) -> str | Done | None:
         """Replies under ``ts`` made to match ``item.thread``; the last reply's ts."""
         channel = item.channel_id
@@ -284,7 +294,13 @@ class ExactlyOnce:
         except PostFailure as exc:
             # A reply may have landed (or still be there): make sure the next try reads.
             return await self._edit_failed(
-                item, row, ts, exc, f"thread reply {number}", thread_ts=last or ts
+                item,
+                row,
+                ts,
+                exc,
+                f"thread reply {number}",
+                thread_ts=last or ts,
+                edited_at=edited,
             )
         return last
 

@@ -69,6 +69,7 @@ class LedgerRow:
     claimed_at: datetime | None
     updated_at: datetime
     show: str | None = None  # episode rows: the show, so recovery need not parse the key
+    edited_at: datetime | None = None  # the digest's last edit for a changed episode
 
     @property
     def ident(self) -> Ident:
@@ -103,6 +104,7 @@ def _row(r: sa.Row[object]) -> LedgerRow:
         claimed_at=m["claimed_at"],
         updated_at=m["updated_at"],
         show=m["show"],
+        edited_at=m["edited_at"],
     )
 
 

@@ -226,6 +226,8 @@ deliveries = sa.Table(
     sa.Column("claimed_at", UTCDateTime),
     sa.Column("updated_at", UTCDateTime, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=False),
+    # The last chat.update of a posted digest for a changed episode (`why` says "updated").
+    sa.Column("edited_at", UTCDateTime),
     sa.UniqueConstraint("team_id", "channel_id", "kind", "key"),
     sa.Index(None, "state"),
     # A show's newest ledger row in one probe (bot.poll_state: has the show's ledger grown?).
