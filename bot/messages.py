@@ -6,7 +6,10 @@ without going through ``digests.render.escape`` first (callers do that).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+# How a command is typed back (not wording): kept importable from here for callers.
+from bot.command_text import command_arg as command_arg
+from bot.command_text import subscribe_args as subscribe_args
+from bot.command_text import subscribe_keywords as subscribe_keywords
 
 COMMAND = "/episodes"
 MAX_TEXT = 500
@@ -171,6 +174,10 @@ SUBSCRIBED_FILTER = " that mention {keywords}"
 SUBSCRIBED_RULE = " that pass its filter: {rule}"
 SUBSCRIBED_EXCEPT = " — everything except those that mention {terms}"
 SUBSCRIBED_MANY = "This channel now gets new episodes of {shows}{filter}."
+# A subscribe that changed nothing (no channel message then).
+SUBSCRIBED_SAME = "Nothing changed: this channel already gets new *{show}* episodes{filter}."
+SUBSCRIBED_SAME_MANY = "Nothing changed: this channel already gets new episodes of {shows}{filter}."
+SUBSCRIBED_SAME_ONE = "Nothing changed for it."
 # The resulting subscription, in one line, after every subscribe.
 SUBSCRIPTION_NOW = "Now: {shows} · {keywords} · weekly recap {recap}{mode}"
 # Appended for daily mode (per episode, the default, says nothing). {at}: "17:00";
@@ -201,7 +208,21 @@ FROM_CONFIG_REMOVE = (
 NOT_SUBSCRIBED = "This channel was not subscribed to {what}."
 # Posted for everyone in the channel after a change, so nobody is surprised by new digests
 # (or by their absence); {who} is a user mention.
-ANNOUNCE_SUBSCRIBED = "{who} subscribed this channel to new *{show}* episodes{filter}."
+ANNOUNCE_SUBSCRIBED = "{who} subscribed this channel to new *{show}* episodes{filter}{mode}."
+ANNOUNCE_NEW_DAILY = ", in one daily digest at {at} ({timezone})"
+# What changed in a subscription the channel had: clauses after "{who} ", joined by "and".
+ANNOUNCE_FILTER = "changed {show}'s filter to {filter}"
+ANNOUNCE_FILTER_WORDS = "episodes that mention {keywords}"
+ANNOUNCE_FILTER_RULE = "episodes that pass this rule: {rule}"
+ANNOUNCE_FILTER_EXCEPT = "every episode except those that mention {terms}"
+ANNOUNCE_FILTER_DROPPED = "dropped {show}'s filter (every episode is posted)"
+ANNOUNCE_DAILY = "switched {show} to a daily digest at {at} ({timezone})"
+ANNOUNCE_DAILY_MOVED = "moved {show}'s daily digest to {at} ({timezone})"
+ANNOUNCE_PER_EPISODE = "switched {show} back to a digest per episode"
+ANNOUNCE_RECAP_ON = "turned the weekly recap on for {show}"
+ANNOUNCE_RECAP_OFF = "turned the weekly recap off for {show}"
+ANNOUNCE_REACTIVATED = "made {show} active again (it had been paused)"
+ANNOUNCE_AND = " and "
 ANNOUNCE_UNSUBSCRIBED = "{who} unsubscribed this channel from *{show}* episodes."
 ANNOUNCE_PAUSED_UNTIL = "{who} paused posting of {what} here until {until}."
 ANNOUNCE_PAUSED_OPEN = "{who} paused posting of {what} here until someone resumes it."
@@ -248,31 +269,6 @@ PAUSED_DM_SHOWS_SEP = ", "
 # Inside backticks, escaped as Slack itself sends typed text: copied and run, it parses
 # back to the same show and keywords.
 PAUSED_DM_COMMAND = "`{command} subscribe {args}`"
-
-
-def command_arg(value: str) -> str:
-    """One argument of a command as ``parse_command`` reads it back: quoted when it has
-    spaces, a filter term's sign before the quotes (``+"flex attention"``)."""
-    if len(value.split()) <= 1:
-        return value
-    sign = value[0] if value[0] in "+-" else ""
-    return f'{sign}"{value[len(sign) :]}"'
-
-
-
-def subscribe_keywords(keywords: Sequence[str]) -> str:
-    """``keywords: …`` as ``parse_command`` reads it: every word after it is a keyword,
-    even one that names a show; ``daily`` last is quoted (bare, it would be the mode)."""
-    args = [command_arg(k) for k in keywords]
-    if args and args[-1].casefold() == "daily":
-        args[-1] = f'"{args[-1]}"'
-    return f"keywords: {' '.join(args)}" if keywords else ""
-
-
-def subscribe_args(show: str, keywords: Sequence[str] = ()) -> str:
-    """The arguments of the ``subscribe`` that makes exactly this subscription (without
-    the ``subscribe``): ``parse_command`` reads them back to the same show and keywords."""
-    return " ".join(command_arg(arg) for arg in (show, *keywords))
 
 
 SHARED_BY = "Shared by <@{user}>"

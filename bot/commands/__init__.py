@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.commands import control, episodes, explain, subscriptions, week
+from bot.commands import announce, control, episodes, explain, subscriptions, week
 from bot.commands.base import Deps, Invocation
 from bot.commands.parse import (
     SHAREABLE,
@@ -108,11 +108,13 @@ def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = F
     if isinstance(command, Week):
         # Pin the week now, so a reply shared next Monday still shows the week it showed.
         command = week.resolve_week(command, deps, invocation)
-    reply = run_command(command, deps, invocation)
     if isinstance(command, Subscribe):
-        reply = control.with_preview_hint(reply, command)
-    if isinstance(command, Subscribe | Unsubscribe) and not is_empty(reply):
-        return Answer(reply, command, announce=subscriptions.announcement(command, invocation))
+        reply, news = subscriptions.subscribe_told(command, deps, invocation)
+        return Answer(control.with_preview_hint(reply, command), command, announce=news)
+    reply = run_command(command, deps, invocation)
+    if isinstance(command, Unsubscribe) and not is_empty(reply):
+        shows = [command.show] if command.show else []
+        return Answer(reply, command, announce=announce.unsubscribed(shows, invocation))
     if isinstance(command, Pause | Resume) and not is_empty(reply):
         return Answer(reply, command, announce=control.announcement(command, deps, invocation))
     if not shareable or is_empty(reply):

@@ -11,11 +11,11 @@ it pending ledger rows, which the next poll (or the recovery sweep) delivers.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, time
 
 from bot import messages as msg
+from bot.commands import announce
 from bot.commands.base import Deps, Invocation
 from bot.commands.dates import show_day
 from bot.commands.model import Pause, Preview, Resume, Subscribe
@@ -153,28 +153,17 @@ def pause(command: Pause, deps: Deps, invocation: Invocation) -> Message:
     return _reply(text, how)
 
 
-_USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
-
-
 def announcement(command: Pause | Resume, deps: Deps, invocation: Invocation) -> Message:
     """What the whole channel is told after a pause or resume the user's reply confirms."""
-    user = invocation.user_id or ""
-    who = f"<@{user}>" if _USER_ID.fullmatch(user) else msg.SOMEONE
-    what = f"*{escape.mrkdwn(command.show)}*" if command.show else msg.ANNOUNCE_EVERY_SHOW
+    shows = [command.show] if command.show else []
     if isinstance(command, Resume):
-        text = msg.ANNOUNCE_RESUMED.format(who=who, what=what)
-        return message(text, [section(text)])
+        return announce.resumed(shows, invocation)
     subs = deps.store.subscriptions(
         team_id=invocation.team_id, channel_id=invocation.channel_id, show=command.show
     )
     held = [s for s in subs if s.held(deps.now())]
     until = held[0].held_until if held else None
-    text = (
-        msg.ANNOUNCE_PAUSED_UNTIL.format(who=who, what=what, until=until_text(until, deps))
-        if until is not None
-        else msg.ANNOUNCE_PAUSED_OPEN.format(who=who, what=what)
-    )
-    return message(text, [section(text)])
+    return announce.paused(shows, until_text(until, deps) if until else None, invocation)
 
 
 def missed(sub: Subscription, deps: Deps, now: datetime) -> list[Episode]:

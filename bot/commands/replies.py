@@ -20,7 +20,18 @@ MAX_BLOCKS = limits.BLOCKS_PER_MESSAGE
 SHARE_ACTION = "episodes_share"
 # Marks a reply that found nothing: there is nothing to share, so it gets no Share button.
 EMPTY_BLOCK = "episodes_empty"
-_USER_RE = re.compile(r"^[UW][A-Z0-9]{2,}$")
+# A Slack user id, as the payload gives it: only such a value becomes a mention.
+_USER_RE = re.compile(r"[UW][A-Z0-9]{2,20}")
+
+
+def mention(user_id: str | None) -> str | None:
+    """``<@U…>`` for a real user id; None for anything else (never echoed into mrkdwn)."""
+    return f"<@{user_id}>" if user_id and _USER_RE.fullmatch(user_id) else None
+
+
+def who(user_id: str | None) -> str:
+    """The author of a change, as the channel is told: a mention, or "Someone"."""
+    return mention(user_id) or msg.SOMEONE
 
 
 def section(text: str) -> Block:
@@ -138,7 +149,7 @@ def with_share(reply: Message, command_text: str, token: str | None = None) -> M
 def shared_copy(reply: Message, user_id: str) -> Message:
     """What goes in the channel: the same blocks, minus our button, plus who shared it."""
     kept = [b for b in reply["blocks"] if not (b.get("type") == "actions" and _has_share(b))]
-    if _USER_RE.match(user_id):
+    if mention(user_id) is not None:
         kept = [*kept[: MAX_BLOCKS - 1], context(msg.SHARED_BY.format(user=user_id))]
     return Message(text=reply["text"], blocks=kept)
 

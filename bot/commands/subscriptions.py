@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from bot import messages as msg
+from bot.commands.announce import Change, folded, subscribed
 from bot.commands.base import Deps, Invocation
 from bot.commands.control import hold_note
 from bot.commands.filter_words import filter_text
@@ -44,32 +44,47 @@ def _reply(text: str) -> Message:
 
 
 def subscribe(command: Subscribe, deps: Deps, invocation: Invocation) -> Message:
+    return subscribe_told(command, deps, invocation)[0]
+
+
+def subscribe_told(
+    command: Subscribe, deps: Deps, invocation: Invocation
+) -> tuple[Message, Message | None]:
     """Each show named, with the keywords; the recap setting kept unless ``recap on|off``.
-    The reply: what changed, then the result in one line, then what a new keyword
-    subscription's backfill will post."""
-    made: list[Subscription] = []
-    new: list[Subscription] = []
+    The reply: what changed (or that nothing did), then the result in one line, then what a
+    new keyword subscription's backfill will post; and what the channel is told (None when
+    nothing changed)."""
+    changes: list[Change] = []
     notes: list[tuple[str, list[str]]] = []
     for show in command.shows:
-        before, sub, changes = _subscribe_one(command, show, deps, invocation)
-        made.append(sub)
-        new += [sub] if before is None else []
-        notes.append((show, changes))
+        before, sub, said = _subscribe_one(command, show, deps, invocation)
+        changes.append(Change(before, sub))
+        notes.append((show, said if changes[-1].changed else [msg.SUBSCRIBED_SAME_ONE]))
+    made = [c.after for c in changes]
+    new = [c.after for c in changes if c.before is None]
+    same = not any(c.changed for c in changes)
     if len(command.shows) == 1:
-        text = " ".join([_subscribed(command, escape.mrkdwn(command.show)), *notes[0][1]])
+        said = [] if same else notes[0][1]
+        text = " ".join([_subscribed(command, escape.mrkdwn(command.show), same), *said])
     else:
         names = _show_names(command.shows)
-        parts = [msg.SUBSCRIBED_MANY.format(shows=names, filter=_filter_words(command))]
+        many = msg.SUBSCRIBED_SAME_MANY if same else msg.SUBSCRIBED_MANY
+        parts = [many.format(shows=names, filter=_filter_words(command))]
         parts += [
-            f"*{escape.mrkdwn(show)}*: {_mid_sentence(' '.join(c))}" for show, c in notes if c
+            f"*{escape.mrkdwn(show)}*: {_mid_sentence(' '.join(c))}"
+            for show, c in notes
+            if c and not same
         ]
         text = " ".join(parts)
+    moved_to = None
     if command.daily not in (None, DAILY_OFF) and deps.store.set_daily_time(
         invocation.team_id, invocation.channel_id, command.daily
     ):
+        moved_to = command.daily
         text += " " + msg.DAILY_TIME_MOVED.format(at=command.daily)
     blocks = [section(text), section(summary_line(made, deps))]
-    return message(text, blocks + _backfill_note(command, deps, new))
+    reply = message(text, blocks + _backfill_note(command, deps, new))
+    return reply, subscribed(changes, moved_to, deps, invocation)
 
 
 def _mid_sentence(text: str) -> str:
@@ -81,8 +96,9 @@ def _filter_words(command: Subscribe) -> str:
     return _subscribed_filter(command.keywords)
 
 
-def _subscribed(command: Subscribe, show: str) -> str:
-    return msg.SUBSCRIBED.format(show=show, filter=_filter_words(command))
+def _subscribed(command: Subscribe, show: str, same: bool = False) -> str:
+    template = msg.SUBSCRIBED_SAME if same else msg.SUBSCRIBED
+    return template.format(show=show, filter=_filter_words(command))
 
 
 def _show_names(shows: Sequence[str]) -> str:
@@ -113,7 +129,7 @@ def _subscribe_one(
         **mode,
     )
     changes: list[str] = []
-    if before is not None and _folded(before.keywords) != _folded(command.keywords):
+    if before is not None and folded(before.keywords) != folded(command.keywords):
         # Subscribing again is a replacement, not an addition: say what is gone.
         changes.append(
             filter_text(
@@ -181,10 +197,6 @@ def _backfill_note(command: Subscribe, deps: Deps, made: Sequence[Subscription])
     several = len(made) > 1
     listed = ", ".join(str(deps.renderer.episode_line(e, show_name=several)) for e in found)
     return [context(msg.BACKFILL_POSTS.format(episodes=listed))]
-
-
-def _folded(keywords: Sequence[str]) -> set[str]:
-    return {" ".join(k.split()).casefold() for k in keywords}
 
 
 def unsubscribe(command: Unsubscribe, deps: Deps, invocation: Invocation) -> Message:
@@ -293,22 +305,3 @@ def _daily_status(subs: Sequence[Subscription], deps: Deps) -> list[Block]:
     if not lines:
         return []
     return [divider(), section(f"*{msg.STATUS_DAILY_TITLE}*\n" + "\n".join(lines))]
-
-
-_USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
-
-
-def announcement(command: Subscribe | Unsubscribe, invocation: Invocation) -> Message:
-    """What the whole channel is told after a change the user's own reply confirms."""
-    who = (
-        f"<@{invocation.user_id}>" if _USER_ID.fullmatch(invocation.user_id or "") else msg.SOMEONE
-    )
-    if isinstance(command, Subscribe):
-        wanted = _subscribed_filter(command.keywords)
-        shows = "*, *".join(escape.mrkdwn(s) for s in command.shows)
-        text = msg.ANNOUNCE_SUBSCRIBED.format(who=who, show=shows, filter=wanted)
-    elif command.show:
-        text = msg.ANNOUNCE_UNSUBSCRIBED.format(who=who, show=escape.mrkdwn(command.show))
-    else:
-        text = msg.ANNOUNCE_UNSUBSCRIBED_ALL.format(who=who)
-    return _reply(text)
