@@ -32,13 +32,15 @@ USAGE: dict[str, str] = {
     "+required, -excluded (a word that is a show's name: quote it, or write `keywords: …`); "
     "`daily 17:00` (or `daily`, `daily 5pm`): one message a day listing that day's instead, "
     "`daily off`: one per episode",
-    "unsubscribe": f"`{COMMAND} unsubscribe [show]` — stop posting them here",
+    "unsubscribe": f"`{COMMAND} unsubscribe [show]` — stop posting them here; name several "
+    "to drop them together (`unsubscribe JAX, Triton`)",
     "list": f"`{COMMAND} list` — this channel's subscriptions",
     "status": f"`{COMMAND} status` — each show's last poll, last error and next poll",
     "pause": f"`{COMMAND} pause [show] [for 3d | until mon | until 2026-12-24]` — stop posting "
-    "here for a while (until resumed, with neither); what arrives meanwhile is not posted later",
+    "here for a while (until resumed, with neither); what arrives meanwhile is not posted "
+    "later. Several shows at once: `pause PyTorch, JAX for 3d`",
     "resume": f"`{COMMAND} resume [show] [--catch-up]` — end a pause; --catch-up also posts the "
-    "newest of what arrived meanwhile (at most 10)",
+    "newest of what arrived meanwhile (at most 10); `resume PyTorch JAX` resumes both",
     "why": f"`{COMMAND} why <episode link | date | words of a title | #PR>` — why an episode "
     "was or was not posted in this channel",
     "preview": f"`{COMMAND} preview [show] [filter…]` — which of the last 20 episodes a filter "
@@ -328,7 +330,6 @@ PAUSE_NOT_A_DURATION = "`{value}` is not a length of time; write it like 12h, 3d
 PAUSE_ZERO = "A pause of `{value}` is no pause; give at least 1h."
 PAUSE_TOO_LONG = "Pauses last at most {limit} days; `{value}` is longer."
 PAUSE_UNTIL_PAST = "{day} is not in the future; write a later day, with its year."
-PAUSE_SHOW = "There is no show called `{name}`. Shows: {shows}."
 RESUME_EXTRA = "Unexpected `{value}`; `resume` takes a show and `--catch-up`."
 PAUSE_NOT_SUBSCRIBED = "This channel is not subscribed to {what}, so there is nothing to pause."
 PAUSED_UNTIL = (

@@ -1,16 +1,20 @@
 """What the channel is told after `subscribe`, `unsubscribe`, `pause` and `resume`: only real
 changes, in words that say what changed; a command that changed nothing is told to its
-author alone. Signed slash requests to the real app (in-process ASGI), the Slack fake's
-response_url, three shows, SQLite and PostgreSQL."""
+author alone. And `unsubscribe`, `pause`, `resume` over several shows at once, read as
+`subscribe` reads them, all or nothing. Signed slash requests to the real app (in-process
+ASGI), the Slack fake's response_url, three shows, SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import date, timedelta
 from typing import Any
 
 import httpx
 import pytest
 
+from bot.commands.model import CommandError, Pause, Resume, Unsubscribe
+from bot.commands.parse import parse_command
 from bot.commands.replies import mention, who
 from bot.server import build_asgi
 from digests.store import Store
@@ -32,6 +36,7 @@ from tests.slackfake import SlackFake
 from tests.test_shows_commands import EPISODES, show_settings
 
 ME = f"<@{USER}>"
+SHOWS = ["PyTorch", "JAX", "Triton", "Rust Weekly"]
 
 
 @pytest.fixture
@@ -71,6 +76,7 @@ class Channel:
         self.app = app
         self.urls: list[str] = []
         self.last_reply = ""
+        self.last_lines: list[str] = []
         self.count = 0  # commands announced
 
     def told(self) -> list[dict[str, Any]]:
@@ -81,6 +87,7 @@ class Channel:
         self.urls.append(self.app.fake.response_url())
         response = self.app.sender.slash(text, response_url=self.urls[-1])
         self.last_reply = first_line(response)
+        self.last_lines = lines(response)
         return self.last_reply
 
     def notice(self, text: str) -> str:
@@ -211,3 +218,131 @@ def test_subscribing_a_channel_slack_paused_says_it_is_active_again(three: Runni
 def test_only_a_real_user_id_becomes_a_mention(user: str, expected: str | None) -> None:
     assert mention(user) == expected
     assert who(user) == (expected or "Someone")
+
+
+# -- several shows: unsubscribe, pause, resume -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("unsubscribe JAX Triton", Unsubscribe("JAX", also=("Triton",))),
+        ("unsubscribe JAX,Triton", Unsubscribe("JAX", also=("Triton",))),
+        ("unsubscribe jax, “Triton”", Unsubscribe("JAX", also=("Triton",))),
+        ("unsubscribe JAX, Triton,", Unsubscribe("JAX", also=("Triton",))),
+        ("unsubscribe JAX rust weekly jax", Unsubscribe("JAX", also=("Rust Weekly",))),
+        ("unsubscribe", Unsubscribe()),
+        (
+            "pause PyTorch, JAX for 3d",
+            Pause("PyTorch", duration=timedelta(days=3), also=("JAX",)),
+        ),
+        ("pause Triton JAX until fri", Pause("Triton", until=date(2026, 10, 9), also=("JAX",))),
+        ("pause JAX", Pause("JAX")),
+        ("resume PyTorch JAX --catch-up", Resume("PyTorch", catch_up=True, also=("JAX",))),
+        ('resume "Rust Weekly" PyTorch', Resume("Rust Weekly", also=("PyTorch",))),
+    ],
+)
+def test_several_shows_are_read_as_subscribe_reads_them(text: str, expected: object) -> None:
+    assert parse_command(text, SHOWS, today=APP_NOW.date()) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (
+            "unsubscribe JAX Rust",
+            "There is no show called `Rust`. Shows: PyTorch, JAX, Triton, Rust Weekly.",
+        ),
+        (
+            "unsubscribe JAX Go Weekly, Triton",
+            "There is no show called `Go Weekly`. Shows: PyTorch, JAX, Triton, Rust Weekly.",
+        ),
+        (
+            "pause PyTorch, Haskell for 3d",
+            "There is no show called `Haskell`. Shows: PyTorch, JAX, Triton, Rust Weekly.",
+        ),
+        ("resume JAX Tritn --catch-up", "There is no show called Tritn — did you mean Triton?"),
+    ],
+)
+def test_an_unknown_show_among_several_is_named(text: str, reason: str) -> None:
+    with pytest.raises(CommandError) as info:
+        parse_command(text, SHOWS, today=APP_NOW.date())
+    assert info.value.reason == reason
+    assert info.value.usage.startswith(f"`/episodes {text.split()[0]} [show]")
+
+
+def subs(app: RunningApp) -> list[tuple[str, bool]]:
+    """The channel's shows, and whether each is paused by a user now."""
+    got = app.store.subscriptions(team_id=TEAM, channel_id=CHANNEL)
+    return [(s.show, s.held(APP_NOW)) for s in got]
+
+
+def lines(response: httpx.Response) -> list[str]:
+    body = response.json()
+    assert_valid_message(body)
+    out: list[str] = []
+    for block in body["blocks"]:
+        if "text" in block:
+            out.append(block["text"]["text"])
+        if block["type"] == "context":
+            out += [e["text"] for e in block["elements"]]
+    return out
+
+
+def test_an_unknown_show_among_several_changes_nothing(three: RunningApp) -> None:
+    channel = Channel(three)
+    channel.notice("subscribe PyTorch JAX Triton")
+    before = subs(three)
+    for text in ("unsubscribe JAX Rust", "pause JAX, Rust for 3d", "pause Triton Jx"):
+        got = lines(three.sender.slash(text, response_url=three.fake.response_url()))
+        assert got[0].startswith(":warning: There is no show called "), text
+        assert got[1].startswith(f"Usage: `/episodes {text.split()[0]} [show]"), text
+    assert subs(three) == before == [("JAX", False), ("PyTorch", False), ("Triton", False)]
+    # The refusals announced nothing: the next change is the only notice since.
+    assert channel.notice("unsubscribe JAX, Triton") == (
+        f"{ME} unsubscribed this channel from *JAX*, *Triton* episodes."
+    )
+    assert channel.last_reply == "This channel no longer gets *JAX*, *Triton* episodes."
+    assert subs(three) == [("PyTorch", False)]
+
+
+def test_pause_and_resume_several_shows_at_once(three: RunningApp) -> None:
+    channel = Channel(three)
+    channel.notice("subscribe PyTorch JAX Triton")
+    assert channel.notice("pause PyTorch, JAX for 3d") == (
+        f"{ME} paused posting of *JAX*, *PyTorch* here until Sat 10 Oct 2026 09:30 UTC."
+    )
+    assert channel.last_reply.startswith("Paused *JAX*, *PyTorch* here until Sat 10 Oct 2026")
+    assert subs(three) == [("JAX", True), ("PyTorch", True), ("Triton", False)]
+    channel.notice("pause JAX Triton")
+    assert channel.last_lines[-1] == (
+        "`/episodes resume JAX Triton` ends it early; add `--catch-up` for the newest 10 of them."
+    )
+    assert channel.notice("resume PyTorch JAX") == (
+        f"{ME} resumed posting of *JAX*, *PyTorch* here."
+    )
+    assert channel.last_reply == "Resumed *JAX*, *PyTorch*: new episodes are posted here again."
+    assert subs(three) == [("JAX", False), ("PyTorch", False), ("Triton", True)]
+
+
+def test_shows_named_that_the_channel_does_not_follow_are_said_so(three: RunningApp) -> None:
+    channel = Channel(three)
+    channel.notice("subscribe PyTorch")
+    assert channel.notice("pause PyTorch JAX") == (
+        f"{ME} paused posting of *PyTorch* here until someone resumes it."
+    )
+    assert channel.notice("resume JAX Triton PyTorch") == (
+        f"{ME} resumed posting of *PyTorch* here."
+    )
+    assert channel.last_lines[0] == "Resumed *PyTorch*: new episodes are posted here again."
+    assert "*JAX* or *Triton* was not paused here." in channel.last_lines
+    assert channel.notice("unsubscribe PyTorch, Triton") == (
+        f"{ME} unsubscribed this channel from *PyTorch* episodes."
+    )
+    assert channel.last_reply == (
+        "This channel no longer gets *PyTorch* episodes. "
+        "This channel was not subscribed to *Triton*."
+    )
+    assert channel.run("unsubscribe JAX Triton") == (
+        "This channel was not subscribed to *JAX* or *Triton*."
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.commands import announce, control, episodes, explain, subscriptions, week
+from bot.commands import control, episodes, explain, subscriptions, week
 from bot.commands.base import Deps, Invocation
 from bot.commands.parse import (
     SHAREABLE,
@@ -91,6 +91,23 @@ def run_command(command: Command, deps: Deps, invocation: Invocation) -> Message
     raise AssertionError(f"unhandled command {command!r}")
 
 
+def _change(
+    command: Command, deps: Deps, invocation: Invocation
+) -> tuple[Message, Message | None] | None:
+    """A channel change's reply and what the channel is told; None for other commands."""
+    match command:
+        case Subscribe():
+            reply, news = subscriptions.subscribe_told(command, deps, invocation)
+            return control.with_preview_hint(reply, command), news
+        case Unsubscribe():
+            return subscriptions.unsubscribe_told(command, deps, invocation)
+        case Pause():
+            return control.pause_told(command, deps, invocation)
+        case Resume():
+            return control.resume_told(command, deps, invocation)
+    return None
+
+
 def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = False) -> Answer:
     """The reply to ``/episodes <text>``: bad arguments become a usage reply, not an error.
 
@@ -108,15 +125,10 @@ def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = F
     if isinstance(command, Week):
         # Pin the week now, so a reply shared next Monday still shows the week it showed.
         command = week.resolve_week(command, deps, invocation)
-    if isinstance(command, Subscribe):
-        reply, news = subscriptions.subscribe_told(command, deps, invocation)
-        return Answer(control.with_preview_hint(reply, command), command, announce=news)
+    changed = _change(command, deps, invocation)
+    if changed is not None:  # never shared; announced when it changed something
+        return Answer(changed[0], command, announce=changed[1])
     reply = run_command(command, deps, invocation)
-    if isinstance(command, Unsubscribe) and not is_empty(reply):
-        shows = [command.show] if command.show else []
-        return Answer(reply, command, announce=announce.unsubscribed(shows, invocation))
-    if isinstance(command, Pause | Resume) and not is_empty(reply):
-        return Answer(reply, command, announce=control.announcement(command, deps, invocation))
     if not shareable or is_empty(reply):
         return Answer(reply, command)
     share = unparse(command)

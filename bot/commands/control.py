@@ -128,42 +128,49 @@ def _reply(text: str, *more: str) -> Message:
     return message(text, [section(text), *(context(m) for m in more)])
 
 
-def _what(show: str | None) -> str:
-    return f"*{escape.mrkdwn(show)}*" if show else msg.ANY_SHOW
+def _what(shows: Sequence[str]) -> str:
+    """The shows named, for "not subscribed to …" / "… was not paused"; none: any show."""
+    return " or ".join(f"*{escape.mrkdwn(s)}*" for s in shows) if shows else msg.ANY_SHOW
 
 
 def pause(command: Pause, deps: Deps, invocation: Invocation) -> Message:
+    return pause_told(command, deps, invocation)[0]
+
+
+def _unfollowed(named: Sequence[str], done: Sequence[Subscription]) -> list[str]:
+    """The shows named that ``done`` (what the store changed) does not have."""
+    have = {s.show for s in done}
+    return [s for s in named if s not in have]
+
+
+def pause_told(
+    command: Pause, deps: Deps, invocation: Invocation
+) -> tuple[Message, Message | None]:
+    """The shows named (every show of the channel when none) paused at once; the reply and
+    the channel's announcement (None when nothing was paused)."""
     now = deps.now()
     until: datetime | None = None
     if command.duration is not None:
         until = now + command.duration
     elif command.until is not None:
         until = datetime.combine(command.until, time(0), tzinfo=deps.settings.tz).astimezone(UTC)
-    held = deps.store.hold(invocation.team_id, invocation.channel_id, command.show, now, until)
+    which = command.shows or None
+    held = deps.store.hold(invocation.team_id, invocation.channel_id, which, now, until)
     if not held:
-        return nothing(msg.PAUSE_NOT_SUBSCRIBED.format(what=_what(command.show)))
+        return nothing(msg.PAUSE_NOT_SUBSCRIBED.format(what=_what(command.shows))), None
     names = _names(held)
+    ends = until_text(until, deps) if until is not None else None
     text = (
-        msg.PAUSED_UNTIL.format(shows=names, until=until_text(until, deps))
-        if until is not None
+        msg.PAUSED_UNTIL.format(shows=names, until=ends)
+        if ends is not None
         else msg.PAUSED_OPEN.format(shows=names)
     )
-    args = f" {escape.mrkdwn(msg.command_arg(command.show))}" if command.show else ""
-    how = msg.PAUSED_HOW_TO_RESUME.format(command=msg.COMMAND, args=args, limit=CATCH_UP)
-    return _reply(text, how)
-
-
-def announcement(command: Pause | Resume, deps: Deps, invocation: Invocation) -> Message:
-    """What the whole channel is told after a pause or resume the user's reply confirms."""
-    shows = [command.show] if command.show else []
-    if isinstance(command, Resume):
-        return announce.resumed(shows, invocation)
-    subs = deps.store.subscriptions(
-        team_id=invocation.team_id, channel_id=invocation.channel_id, show=command.show
-    )
-    held = [s for s in subs if s.held(deps.now())]
-    until = held[0].held_until if held else None
-    return announce.paused(shows, until_text(until, deps) if until else None, invocation)
+    named = [s.show for s in held] if command.shows else []
+    args = "".join(f" {escape.mrkdwn(msg.command_arg(s))}" for s in named)
+    notes = [msg.PAUSED_HOW_TO_RESUME.format(command=msg.COMMAND, args=args, limit=CATCH_UP)]
+    if missing := _unfollowed(command.shows, held):
+        notes.insert(0, msg.PAUSE_NOT_SUBSCRIBED.format(what=_what(missing)))
+    return _reply(text, *notes), announce.paused(named, ends, invocation)
 
 
 def missed(sub: Subscription, deps: Deps, now: datetime) -> list[Episode]:
@@ -189,18 +196,32 @@ def catch_up(subs: Sequence[Subscription], wanted: dict[str, list[Episode]], dep
 
 
 def resume(command: Resume, deps: Deps, invocation: Invocation) -> Message:
+    return resume_told(command, deps, invocation)[0]
+
+
+def resume_told(
+    command: Resume, deps: Deps, invocation: Invocation
+) -> tuple[Message, Message | None]:
+    """The shows named (every show of the channel when none) resumed at once; the reply and
+    the channel's announcement (None when nothing was paused)."""
     now = deps.now()
-    ended = deps.store.release(invocation.team_id, invocation.channel_id, command.show, now)
+    which = command.shows or None
+    ended = deps.store.release(invocation.team_id, invocation.channel_id, which, now)
     if not ended:
-        if command.show is None:
-            return nothing(msg.RESUME_NOTHING_PAUSED)
-        return nothing(msg.RESUME_NOT_PAUSED.format(what=_what(command.show)))
+        if not command.shows:
+            return nothing(msg.RESUME_NOTHING_PAUSED), None
+        return nothing(msg.RESUME_NOT_PAUSED.format(what=_what(command.shows))), None
+    told = announce.resumed([s.show for s in ended] if command.shows else [], invocation)
+    notes: list[str] = []
+    if missing := _unfollowed(command.shows, ended):
+        notes.append(msg.RESUME_NOT_PAUSED.format(what=_what(missing)))
     wanted = {s.show: missed(s, deps, now) for s in ended}
     count = sum(len(found) for found in wanted.values())
     text = msg.RESUMED.format(shows=_names(ended))
     if count == 0:
-        return _reply(text, msg.RESUMED_NONE_MISSED)
+        return _reply(text, msg.RESUMED_NONE_MISSED, *notes), told
     if command.catch_up:
         posted = catch_up(ended, wanted, deps)
-        return _reply(text, msg.RESUMED_CATCH_UP.format(posted=posted, count=count))
-    return _reply(text, msg.RESUMED_MISSED.format(count=count, command=msg.COMMAND, limit=CATCH_UP))
+        return _reply(text, msg.RESUMED_CATCH_UP.format(posted=posted, count=count), *notes), told
+    later = msg.RESUMED_MISSED.format(count=count, command=msg.COMMAND, limit=CATCH_UP)
+    return _reply(text, later, *notes), told

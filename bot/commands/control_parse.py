@@ -23,6 +23,7 @@ from bot.commands.model import (
     quote_value,
 )
 from bot.commands.names import close_show
+from bot.commands.subscribe_parse import parse_shows
 from digests.filters import Filter, FilterSyntaxError
 
 # A term: an optional sign, then a "quoted phrase" or a bare word.
@@ -122,18 +123,6 @@ def parse_preview(args: Sequence[str], shows: Sequence[str]) -> Preview:
     return Preview(show, read_filter(rest, "preview").terms())
 
 
-def _show_arg(words: Sequence[str], shows: Sequence[str], subcommand: str) -> str | None:
-    """The one show ``words`` name (None: no words, every show of the channel)."""
-    text = " ".join(words).translate(_DOUBLE_QUOTES)
-    if not text:
-        return None
-    show, rest = split_show(text, shows)
-    if show is None or rest:
-        name = quote_value(text.strip('"'))
-        raise CommandError(msg.PAUSE_SHOW.format(name=name, shows=", ".join(shows)), subcommand)
-    return show
-
-
 def parse_duration(value: str) -> timedelta:
     """``12h``, ``3d``, ``2w``, ``3 days``: at least an hour, at most ``MAX_PAUSE_DAYS``."""
     found = _DURATION_RE.match(" ".join(value.casefold().split()))
@@ -170,15 +159,16 @@ def parse_until(value: str, today: date | None) -> date:
 def parse_pause(args: Sequence[str], shows: Sequence[str], today: date | None) -> Pause:
     lowered = [a.casefold() for a in args]
     cut = next((i for i, w in enumerate(lowered) if w in ("for", "until", "till")), len(args))
-    show = _show_arg(args[:cut], shows, "pause")
+    named = parse_shows(args[:cut], shows, "pause")
+    show, also = (named[0], named[1:]) if named else (None, ())
     if cut == len(args):
-        return Pause(show)
+        return Pause(show, also=also)
     when = " ".join(args[cut + 1 :])
     if not when:
         raise CommandError(msg.PAUSE_NEED_WHEN.format(word=lowered[cut]), "pause")
     if lowered[cut] == "for":
-        return Pause(show, duration=parse_duration(when))
-    return Pause(show, until=parse_until(when, today))
+        return Pause(show, duration=parse_duration(when), also=also)
+    return Pause(show, until=parse_until(when, today), also=also)
 
 
 def parse_resume(args: Sequence[str], shows: Sequence[str]) -> Resume:
@@ -187,7 +177,9 @@ def parse_resume(args: Sequence[str], shows: Sequence[str]) -> Resume:
     stray = next((w for w in words if w.startswith(("-", "—", "–"))), None)
     if stray is not None:
         raise CommandError(msg.RESUME_EXTRA.format(value=quote_value(stray)), "resume")
-    return Resume(_show_arg(words, shows, "resume"), catch_up=bool(flags))
+    named = parse_shows(words, shows, "resume")
+    show, also = (named[0], named[1:]) if named else (None, ())
+    return Resume(show, catch_up=bool(flags), also=also)
 
 
 def parse_control(

@@ -137,6 +137,13 @@ class Subscribe:
 @dataclass(frozen=True)
 class Unsubscribe:
     show: str | None = None
+    # More shows named in the same command (`unsubscribe JAX Triton`); none without a show.
+    also: tuple[str, ...] = ()
+
+    @property
+    def shows(self) -> tuple[str, ...]:
+        """The shows named; empty: every show of the channel."""
+        return (self.show, *self.also) if self.show else ()
 
 
 @dataclass(frozen=True)
@@ -171,6 +178,11 @@ class Pause:
     show: str | None = None
     duration: timedelta | None = None
     until: date | None = None
+    also: tuple[str, ...] = ()  # more shows named (`pause PyTorch, JAX for 3d`)
+
+    @property
+    def shows(self) -> tuple[str, ...]:
+        return (self.show, *self.also) if self.show else ()
 
 
 @dataclass(frozen=True)
@@ -184,6 +196,11 @@ class Explain:
 class Resume:
     show: str | None = None
     catch_up: bool = False
+    also: tuple[str, ...] = ()  # more shows named (`resume PyTorch JAX`)
+
+    @property
+    def shows(self) -> tuple[str, ...]:
+        return (self.show, *self.also) if self.show else ()
 
 
 Command = (

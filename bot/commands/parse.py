@@ -354,8 +354,8 @@ def _canonical(command: Command) -> str:
             recap_text = "" if recap is None else f" recap {'on' if recap else 'off'}"
             daily_text = "" if daily is None else f" daily {daily}"
             return f"subscribe {subscribe_text(show, keywords, also)}{recap_text}{daily_text}"
-        case Unsubscribe(show):
-            return f"unsubscribe {_quote_arg(show)}" if show else "unsubscribe"
+        case Unsubscribe():
+            return " ".join(["unsubscribe", *(_quote_arg(s) for s in command.shows)])
         case ListSubscriptions():
             return "list"
         case Status():

@@ -238,14 +238,31 @@ def parse_subscribe(words: list[str], shows: Sequence[str]) -> Subscribe:
     return Subscribe(named[0], keywords, also=named[1:], recap=split.recap, daily=split.daily)
 
 
+def parse_shows(words: Sequence[str], shows: Sequence[str], subcommand: str) -> tuple[str, ...]:
+    """The shows ``words`` name, found as ``subscribe`` finds them (commas and spaces split,
+    the longest name wins, a quoted run is one whole name), in order, no repeats. Any other
+    word is refused, naming it (a near miss of a show's name: "did you mean"), so a command
+    over several shows changes all of them or nothing."""
+    args = _split_commas(unquote_words(list(words)))
+    found: list[str] = []
+    i = 0
+    while i < len(args):
+        hit = _show_at(args, i, shows)
+        if hit is None:
+            end = next((j for j in range(i + 1, len(args)) if _show_at(args, j, shows)), len(args))
+            stray = [a.text for a in args[i:end]]
+            close = close_show(stray, shows)
+            if close is not None:
+                typo = msg.SHOW_TYPO.format(name=_quote(close[0]), show=close[1])
+                raise CommandError(typo, subcommand)
+            name, known = _quote(" ".join(stray)), show_list(shows)
+            raise CommandError(msg.UNKNOWN_SHOW.format(name=name, shows=known), subcommand)
+        if hit[0] not in found:
+            found.append(hit[0])
+        i += hit[1]
+    return tuple(found)
+
+
 def parse_unsubscribe(words: list[str], shows: Sequence[str]) -> Unsubscribe:
-    args = [a.text for a in unquote_words(words)]
-    if not args:
-        return Unsubscribe()
-    name = " ".join(args)
-    show = match_show(name, shows)
-    if show is None:
-        raise CommandError(
-            msg.UNKNOWN_SHOW.format(name=_quote(name), shows=show_list(shows)), "unsubscribe"
-        )
-    return Unsubscribe(show)
+    named = parse_shows(words, shows, "unsubscribe")
+    return Unsubscribe(named[0], also=named[1:]) if named else Unsubscribe()

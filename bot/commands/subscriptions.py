@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from bot import messages as msg
-from bot.commands.announce import Change, folded, subscribed
+from bot.commands.announce import Change, folded, subscribed, unsubscribed
 from bot.commands.base import Deps, Invocation
 from bot.commands.control import hold_note
 from bot.commands.filter_words import filter_text
@@ -200,22 +200,44 @@ def _backfill_note(command: Subscribe, deps: Deps, made: Sequence[Subscription])
 
 
 def unsubscribe(command: Unsubscribe, deps: Deps, invocation: Invocation) -> Message:
-    current = deps.store.subscriptions(
-        team_id=invocation.team_id, channel_id=invocation.channel_id, show=command.show
-    )
-    removed = deps.store.unsubscribe(invocation.team_id, invocation.channel_id, command.show)
+    return unsubscribe_told(command, deps, invocation)[0]
+
+
+def _either(shows: Sequence[str]) -> str:
+    return " or ".join(f"*{escape.mrkdwn(s)}*" for s in shows)
+
+
+def unsubscribe_told(
+    command: Unsubscribe, deps: Deps, invocation: Invocation
+) -> tuple[Message, Message | None]:
+    """The shows named (every show when none) dropped at once; the reply, and what the
+    channel is told (None when nothing was removed). Shows named that the channel did not
+    follow are said so in the reply."""
+    named = command.shows
+    current = [
+        s
+        for s in deps.store.subscriptions(
+            team_id=invocation.team_id, channel_id=invocation.channel_id
+        )
+        if not named or s.show in named
+    ]
+    which = named or None
+    removed = deps.store.unsubscribe(invocation.team_id, invocation.channel_id, which)
     if not removed:
-        what = f"*{escape.mrkdwn(command.show)}*" if command.show else msg.ANY_SHOW
-        return nothing(msg.NOT_SUBSCRIBED.format(what=what))
-    if command.show:
-        text = msg.UNSUBSCRIBED.format(show=escape.mrkdwn(command.show))
+        what = _either(named) if named else msg.ANY_SHOW
+        return nothing(msg.NOT_SUBSCRIBED.format(what=what)), None
+    gone = [s for s in named if any(c.show == s for c in current)]
+    if named:
+        text = msg.UNSUBSCRIBED.format(show="*, *".join(escape.mrkdwn(s) for s in gone))
+        if missing := [s for s in named if s not in gone]:
+            text += " " + msg.NOT_SUBSCRIBED.format(what=_either(missing))
     else:
         text = msg.UNSUBSCRIBED_ALL.format(removed=removed, s="" if removed == 1 else "s")
     # The config file's channels are kept as tombstones so a restart does not bring them
     # back, but the file still names them: say where to remove them for good.
     if any(sub.source == "config" for sub in current):
         text += " " + msg.FROM_CONFIG_REMOVE
-    return _reply(text)
+    return _reply(text), unsubscribed(gone, invocation)
 
 
 def pause_reason(code: str | None) -> str:

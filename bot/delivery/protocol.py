@@ -73,9 +73,7 @@ def _failed(error: str, *, deferred: bool) -> Done:
 class ExactlyOnce:
     """The protocol for one deliverer (``owner``), its ledger writes grouped by ``writer``."""
 
-    def __init__(
-        self, writer: LedgerWriter, owner: str, clock: Callable[[], datetime]
-    ) -> None:
+    def __init__(self, writer: LedgerWriter, owner: str, clock: Callable[[], datetime]) -> None:
         self.writer = writer
         self.ledger: Ledger = writer.ledger
         self.owner = owner
@@ -204,9 +202,7 @@ class ExactlyOnce:
             return await outbox.find(item.channel_id, item.key, oldest=None, thread_ts=ts)
         except PostFailure as exc:
             if exc.category in HALTING:
-                await self._mark(
-                    row, state=LedgerState.POSTED, ts=ts, error=f"thread: {exc.error}"
-                )
+                await self._mark(row, state=LedgerState.POSTED, ts=ts, error=f"thread: {exc.error}")
                 return _halted(exc)
             # Posting the replies blind could double them: keep the digest's ts, give
             # the row up (still ``posting``) and let a later run read the thread.

@@ -16,18 +16,18 @@ from digests.models import Episode
 from digests.store.database import Database, aware, clean
 from digests.store.episodes import hydrate, select_episodes
 from digests.store.schema import episodes, shows, subscriptions
-from digests.store.subscriptions import _subscription
+from digests.store.subscriptions import Shows, _subscription, of_shows
 from digests.types import Subscription
 
 
-def _mine(team_id: str, channel_id: str, show: str | None) -> list[Any]:
+def _mine(team_id: str, channel_id: str, show: Shows) -> list[Any]:
     where = [
         subscriptions.c.team_id == team_id,
         subscriptions.c.channel_id == channel_id,
         subscriptions.c.unsubscribed_at.is_(None),
     ]
     if show is not None:
-        where.append(subscriptions.c.show == show)
+        where.append(of_shows(show))
     return where
 
 
@@ -40,11 +40,12 @@ class HoldsMixin:
         self,
         team_id: str,
         channel_id: str,
-        show: str | None,
+        show: Shows,
         now: datetime,
         until: datetime | None = None,
     ) -> list[Subscription]:
-        """Pause the channel's subscriptions to ``show`` (every one when None) from ``now``
+        """Pause the channel's subscriptions to ``show`` (a name, a tuple of them, or every
+        one when None) from ``now``
         until ``until`` (None: until resumed), and return them. A pause already on keeps its
         start and takes the new end."""
         now = aware(now, "now")
@@ -69,10 +70,11 @@ class HoldsMixin:
         return [_subscription(row) for row in held]
 
     def release(
-        self, team_id: str, channel_id: str, show: str | None, now: datetime
+        self, team_id: str, channel_id: str, show: Shows, now: datetime
     ) -> list[Subscription]:
-        """End the user pause of the channel's subscriptions to ``show`` (every one when
-        None) at ``now``; the subscriptions whose pause this ended, as they were."""
+        """End the user pause of the channel's subscriptions to ``show`` (a name, a tuple of
+        them, or every one when None) at ``now``; the subscriptions whose pause this ended,
+        as they were."""
         now = aware(now, "now")
         with self._db.transaction(f"resuming {channel_id}") as conn:
             rows = conn.execute(

@@ -59,6 +59,17 @@ def _filter(keywords: Sequence[str], chosen: Filter | None) -> Filter:
     return Filter.from_terms((clean(t) for t in terms), strict=False)
 
 
+# Which shows a call is about: one name, several (a tuple), or None for all of them.
+Shows = str | tuple[str, ...] | None
+
+
+def of_shows(show: str | tuple[str, ...]) -> sa.ColumnElement[bool]:
+    """The ``subscriptions.show`` condition for one show's name or a tuple of them."""
+    if isinstance(show, tuple):
+        return subscriptions.c.show.in_(show)
+    return subscriptions.c.show == show
+
+
 class _Keep:
     """``subscribe(daily_at=KEEP)``: the mode the subscription had (per episode if new)."""
 
@@ -178,8 +189,9 @@ class SubscriptionsMixin:
             ).rowcount
         return int(changed)
 
-    def unsubscribe(self, team_id: str, channel_id: str, show: str | None = None) -> int:
-        """Drop the channel's subscription to ``show`` (all of them when None); the count.
+    def unsubscribe(self, team_id: str, channel_id: str, show: Shows = None) -> int:
+        """Drop the channel's subscription to ``show`` (a name, a tuple of them, or all of
+        them when None); the count; several at once or none (one transaction).
 
         One from the config file is kept as a tombstone (``unsubscribed_at``) instead, so
         the config sync at the next start does not subscribe the channel again.
@@ -190,7 +202,7 @@ class SubscriptionsMixin:
             subscriptions.c.unsubscribed_at.is_(None),
         ]
         if show is not None:
-            where.append(subscriptions.c.show == show)
+            where.append(of_shows(show))
         with self._db.transaction(f"unsubscribing {channel_id}") as conn:
             kept = conn.execute(
                 sa.update(subscriptions)
