@@ -7,12 +7,18 @@ other shows' fetches) keeps going meanwhile. Each parse's input is bounded by th
 ``max_bytes``, and the parses at once by a ``parse_limit()`` gate: CPU-bound work beyond
 the cores only queues, and the thread pool stays free for the store's calls and the slash
 commands' answers.
+
+A poll passes ``known``, the show's stored item hashes (asked only once the feed has
+answered 200): an item whose bytes hash as one of them is skipped before any text work
+(``digests.parse.item_hashes``); ``FeedRead.skipped`` counts those.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import httpx
@@ -20,7 +26,7 @@ import httpx
 from digests.extract import build_episodes
 from digests.fetch import FetchResult, PrivatePolicy, fetch
 from digests.models import Episode, ParsedSource
-from digests.parse import parse_bytes
+from digests.parse import ItemHashes, parse_bytes
 
 
 def parse_concurrency() -> int:
@@ -47,10 +53,18 @@ class FeedRequest:
 
 @dataclass(frozen=True)
 class FeedRead:
-    """One fetched feed read into episodes (none when it was not modified)."""
+    """One fetched feed read into episodes (none when it was not modified); ``skipped``: its
+    items not read again because their bytes hash as stored ones (they are unchanged)."""
 
     fetched: FetchResult
     episodes: tuple[Episode, ...] = ()
+    skipped: int = 0
+
+
+def item_salt(show: str, repo: str) -> str:
+    """What an item's episode depends on besides the feed: the show it is filed under and
+    the repo its PR numbers point into (a changed repo reads every item again)."""
+    return f"{show}\x00{repo}"
 
 
 async def fetch_feed(client: httpx.AsyncClient, request: FeedRequest) -> FetchResult:
@@ -65,9 +79,22 @@ async def fetch_feed(client: httpx.AsyncClient, request: FeedRequest) -> FetchRe
     )
 
 
-def parse_feed(content: bytes, location: str, content_type: str | None = None) -> ParsedSource:
-    """Phase 2: a feed or an episode page, parsed into raw entries (pure, CPU-bound)."""
-    return parse_bytes(content, location, content_type)
+# The item hashes of the poll whose parse runs in this context: parse_feed's default, so
+# the phase keeps its (content, location, content_type) call, which the CLI and anything
+# wrapping the phase (a gate, a probe) use as it is.
+_POLL_ITEMS: ContextVar[ItemHashes | None] = ContextVar("poll_item_hashes", default=None)
+
+
+def parse_feed(
+    content: bytes,
+    location: str,
+    content_type: str | None = None,
+    items: ItemHashes | None = None,
+) -> ParsedSource:
+    """Phase 2: a feed or an episode page, parsed into raw entries (pure, CPU-bound);
+    with ``items`` (by default the poll's), each item hashed and the known ones skipped."""
+    chosen = items if items is not None else _POLL_ITEMS.get()
+    return parse_bytes(content, location, content_type, items=chosen)
 
 
 def extract_episodes(parsed: ParsedSource, show: str, repo: str) -> tuple[Episode, ...]:
@@ -75,9 +102,15 @@ def extract_episodes(parsed: ParsedSource, show: str, repo: str) -> tuple[Episod
     return tuple(build_episodes(parsed, show, repo))
 
 
-def _parse_and_extract(fetched: FetchResult, location: str, show: str, repo: str) -> FeedRead:
-    parsed = parse_feed(fetched.content or b"", location, fetched.content_type)
-    return FeedRead(fetched, extract_episodes(parsed, show, repo))
+def _parse_and_extract(
+    fetched: FetchResult, location: str, show: str, repo: str, items: ItemHashes | None
+) -> FeedRead:
+    token = _POLL_ITEMS.set(items)
+    try:
+        parsed = parse_feed(fetched.content or b"", location, fetched.content_type)
+    finally:
+        _POLL_ITEMS.reset(token)
+    return FeedRead(fetched, extract_episodes(parsed, show, repo), len(parsed.skipped))
 
 
 async def read_feed(
@@ -87,11 +120,15 @@ async def read_feed(
     show: str,
     repo: str,
     parse_gate: asyncio.Semaphore | None = None,
+    known: Callable[[], Awaitable[Mapping[str, str]]] | None = None,
 ) -> FeedRead:
     """Fetch, then parse and extract off the event loop, within ``parse_gate`` (see the
-    module docstring)."""
+    module docstring); ``known``, asked after a 200, gives the stored item hashes."""
     fetched = await fetch_feed(client, request)
     if fetched.status != "ok":
         return FeedRead(fetched)
+    items = ItemHashes(item_salt(show, repo), await known()) if known is not None else None
     async with parse_gate or parse_limit():
-        return await asyncio.to_thread(_parse_and_extract, fetched, request.location, show, repo)
+        return await asyncio.to_thread(
+            _parse_and_extract, fetched, request.location, show, repo, items
+        )

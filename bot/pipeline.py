@@ -4,7 +4,8 @@ One show goes through the phases like this::
 
     1-3  read_feed       fetch; parse + extract in a worker thread       (bot.ingest)
     3b   transcripts     linked transcripts fetched once, stored, read   (digests.full_transcripts)
-    4    store_episodes  upsert what the feed holds; undated items dated
+    4    store_episodes  upsert what the feed holds; undated items dated; items whose
+                         bytes hash as stored ones were skipped in 2–3: unchanged
     5    plan_state      what the decision reads: candidates, first seen  (bot.plan)
          decide_due      which deliveries are due: digests.decide, pure   (bot.plan)
     6    render_due      each due episode rendered once, as deliveries    (bot.plan)
@@ -81,7 +82,9 @@ class PollResult:
     # failed: the feed (counted, backed off); error: ours (store, template); busy: another
     # clock is polling it right now.
     status: Literal["ok", "not_modified", "failed", "error", "busy"]
-    episodes: tuple[Episode, ...] = ()  # what the feed holds now (empty when not modified)
+    # What the feed holds now, as read (empty when not modified): not the items the parse
+    # skipped because their bytes hash as stored ones — those are unchanged.
+    episodes: tuple[Episode, ...] = ()
     new: int = 0
     changed: tuple[Episode, ...] = ()
     added: tuple[Episode, ...] = ()  # the episodes this poll stored for the first time
@@ -142,10 +145,13 @@ async def _db(fn: Callable[[], T]) -> T:
 # -- phases 1–4: fetch, parse, extract, store ---------------------------------------------------
 
 
-def store_episodes(store: Store, episodes: Sequence[Episode], now: datetime) -> list[UpsertResult]:
+def store_episodes(
+    store: Store, episodes: Sequence[Episode], now: datetime, *, skipped: int = 0
+) -> list[UpsertResult]:
     """Phase 4: the feed's episodes stored; each comes back new, changed or unchanged, and
-    an undated one with the date the store gave it (PR references bounded per poll)."""
-    return store.upsert_episodes(within_poll_budget(episodes), now)
+    an undated one with the date the store gave it (PR references bounded per poll, over
+    the episodes read: ``skipped`` items are stored already)."""
+    return store.upsert_episodes(within_poll_budget(episodes), now, skipped=skipped)
 
 
 async def poll_show(
@@ -170,8 +176,9 @@ async def poll_show(
     )
     try:
         read = await read_feed(
-            http_client, request, show=show.name, repo=show.repo, parse_gate=parse_gate
-        )
+            http_client, request, show=show.name, repo=show.repo, parse_gate=parse_gate,
+            known=lambda: _db(lambda: store.item_hashes(show.name)),
+        )  # fmt: skip
         if read.episodes:  # phase 3b: linked transcripts, fetched once and stored
             full = await transcripts_phase(
                 store, http_client, read.episodes, show=show.name, repo=show.repo, now=now,
@@ -179,7 +186,7 @@ async def poll_show(
             )  # fmt: skip
             read = replace(read, episodes=full)
         upserts = (
-            await _db(lambda: store_episodes(store, read.episodes, now))
+            await _db(lambda: store_episodes(store, read.episodes, now, skipped=read.skipped))
             if read.fetched.status == "ok"
             else []
         )

@@ -572,71 +572,90 @@ def _guid(entry: RawEntry) -> str:
     return entry.guid or stable_guid(entry.link, entry.title, entry.published)
 
 
-def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
-    """Episodes of a parsed source, newest first, one per guid (first occurrence wins)."""
+def extract_entry(
+    entry: RawEntry, guid: str, show: str, repo: str, names: list[tuple[str, str]]
+) -> Episode:
+    """One raw entry's episode: the text work (sentences, PR mentions, headline, date)."""
+    description, description_lower = _cleaned(entry.description, squash)
+    text, lower = _cleaned(entry.transcript, paragraphs)
+    if description:
+        # One scan of both, a paragraph break between them: the summary's PRs first,
+        # then the transcript's not named yet, each with its own sentence.
+        text_lower = description_lower + "\n\n" + lower if text else description_lower
+        found = _pull_requests(
+            description + "\n\n" + text if text else description,
+            repo,
+            text_lower,
+            normalised=True,
+        )
+    else:
+        found = _pull_requests(text, repo, lower, normalised=True)
+        # No description (an item with only content:encoded, an Atom entry with only
+        # <content>): the transcript's opening says what the episode covers. Its PRs
+        # are the transcript's, scanned above once.
+        description = lead(text)
+    title = squash(entry.title)
+    when = published_at(entry.published)
     # Validated here rather than trusted: one pydantic-core call per episode costs less
     # than model_construct, which runs Python for every field. The PR refs are records
     # pydantic passes through as they are.
-    validate = Episode.model_validate
+    return Episode.model_validate(
+        {
+            "guid": guid,
+            "show": show,
+            "title": title,
+            "headline": _legible(_headline(title, names)) or untitled_headline(entry.link, when),
+            "summary": description,
+            "published_at": when or UNKNOWN_DATE,
+            "duration_seconds": duration_seconds(entry.duration),
+            "url": entry.link or None,
+            "audio_url": entry.audio_url or None,
+            "pull_requests": tuple(found),
+            "pull_requests_named": _named(
+                found, description + "\n\n" + text if text else description, repo
+            ),
+            "nearby": nearby(entry.nearby) if entry.nearby else (),
+            "transcript": text,
+            "transcript_links": entry.transcripts,
+            "chapters_url": entry.chapters_url,
+            "raw_hash": _settled(entry, when),
+        }
+    )
+
+
+def _settled(entry: RawEntry, when: datetime | None) -> str | None:
+    """The item's hash, when reading it again could only give this episode again.
+
+    Not for an undated item (the store dates it from what else it holds) nor one linking
+    a transcript (fetched on a later poll, a few per poll, and retried): each poll reads
+    those afresh, as it always did.
+    """
+    if entry.raw_hash is None or when is None or entry.transcripts:
+        return None
+    return entry.raw_hash
+
+
+def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
+    """Episodes of a parsed source, newest first, one per guid (first occurrence wins).
+
+    An item the parse skipped (``parsed.skipped``: its bytes hash as a stored episode's)
+    makes no episode, but still counts as its guid's occurrence in its place.
+    """
     episodes: list[Episode] = []
     seen: set[str] = set()
     names = _show_names(show, parsed.show_title)
-    for entry in parsed.entries:
+    skipped = iter(parsed.skipped)
+    pending = next(skipped, None)
+    for position, entry in enumerate(parsed.entries):
+        while pending is not None and pending[0] <= position:
+            seen.add(pending[1])
+            pending = next(skipped, None)
         guid = _guid(entry)
         if guid in seen:
             continue
         seen.add(guid)
-        description, description_lower = _cleaned(entry.description, squash)
-        text, lower = _cleaned(entry.transcript, paragraphs)
-        if description:
-            # One scan of both, a paragraph break between them: the summary's PRs first,
-            # then the transcript's not named yet, each with its own sentence.
-            text_lower = description_lower + "\n\n" + lower if text else description_lower
-            found = _pull_requests(
-                description + "\n\n" + text if text else description,
-                repo,
-                text_lower,
-                normalised=True,
-            )
-        else:
-            found = _pull_requests(text, repo, lower, normalised=True)
-            # No description (an item with only content:encoded, an Atom entry with only
-            # <content>): the transcript's opening says what the episode covers. Its PRs
-            # are the transcript's, scanned above once.
-            description = lead(text)
-        title = squash(entry.title)
-        when = published_at(entry.published)
-        episodes.append(
-            validate(
-                {
-                    "guid": guid,
-                    "show": show,
-                    "title": title,
-                    "headline": _legible(
-                        _headline(
-                            title,
-                            names
-                            if entry.show is None
-                            else _show_names(show, parsed.show_title, entry.show),
-                        )
-                    )
-                    or untitled_headline(entry.link, when),
-                    "summary": description,
-                    "published_at": when or UNKNOWN_DATE,
-                    "duration_seconds": duration_seconds(entry.duration),
-                    "url": entry.link or None,
-                    "audio_url": entry.audio_url or None,
-                    "pull_requests": tuple(found),
-                    "pull_requests_named": _named(
-                        found, description + "\n\n" + text if text else description, repo
-                    ),
-                    "nearby": nearby(entry.nearby) if entry.nearby else (),
-                    "transcript": text,
-                    "transcript_links": entry.transcripts,
-                    "chapters_url": entry.chapters_url,
-                }
-            )
-        )
+        here = names if entry.show is None else _show_names(show, parsed.show_title, entry.show)
+        episodes.append(extract_entry(entry, guid, show, repo, here))
     # Newest first; an undated item keeps its place among its dated neighbours.
     placed = feed_order_dates(episodes)
     order = {id(e): placed.get(i, e.published_at) for i, e in enumerate(episodes)}

@@ -89,6 +89,10 @@ class Episode(_Frozen):
     # How many PRs the text names when that is more than ``pull_requests`` keeps (its cap),
     # so the thread says "first 200 of 250"; 0: all are there. Neither JSON nor hash.
     pull_requests_named: int = Field(default=0, exclude=True, repr=False)
+    # The hash of the feed item's bytes this episode was read from (``digests.parse.
+    # item_hashes``), when reading it again would give this episode again; neither JSON
+    # nor content hash.
+    raw_hash: str | None = Field(default=None, exclude=True, repr=False)
 
     @field_validator("published_at")
     @classmethod
@@ -133,16 +137,22 @@ class RawEntry:
     show: str | None = None
     transcripts: tuple[TranscriptLink, ...] = ()
     chapters_url: str | None = None
+    raw_hash: str | None = None  # of the item's bytes, when the parse was asked to hash
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedSource:
-    """A parsed feed or page: the show name it claims (if any) and its raw entries."""
+    """A parsed feed or page: the show name it claims (if any) and its raw entries.
+
+    ``skipped``: the items not read because their bytes hash as a stored episode's, each
+    as (how many entries come before it, that episode's guid), in feed order.
+    """
 
     kind: str  # "rss" | "atom" | "json-feed" | "page-text" | "page-html"
     show_title: str | None = None
     entries: tuple[RawEntry, ...] = ()
     link: str | None = None  # the show's own page (channel <link>, home_page_url)
+    skipped: tuple[tuple[int, str], ...] = ()
 
 
 class RecapEpisode(_Frozen):

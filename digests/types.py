@@ -237,6 +237,7 @@ class StoredEpisode:
     content_hash: str
     published_at: datetime
     first_seen_at: datetime
+    raw_hash: str | None = None  # of the feed item it was read from (see Episode.raw_hash)
 
 
 @dataclass(frozen=True)
@@ -260,6 +261,15 @@ class Redate:
 
 
 @dataclass(frozen=True)
+class Rehash:
+    """Give stored row ``id`` this item hash (None: none) and change nothing else: its
+    episode reads the same from bytes that now hash differently."""
+
+    id: int
+    raw_hash: str | None
+
+
+@dataclass(frozen=True)
 class UpsertIntents:
     """What one poll's episodes ask of the store, and what to report for each of them."""
 
@@ -267,6 +277,7 @@ class UpsertIntents:
     updates: tuple[EpisodeWrite, ...] = ()
     redates: tuple[Redate, ...] = ()
     results: tuple[UpsertResult, ...] = ()
+    rehashes: tuple[Rehash, ...] = ()
 
 
 TranscriptStatus = Literal["ok", "failed"]

@@ -18,6 +18,7 @@ from digests.types import (
     EpisodeStatus,
     EpisodeWrite,
     Redate,
+    Rehash,
     StoredEpisode,
     UpsertIntents,
     UpsertResult,
@@ -88,6 +89,7 @@ def _dates(
     batch: Mapping[EpisodeIdentity, Episode],
     stored: Mapping[EpisodeIdentity, StoredEpisode],
     now: datetime,
+    first_read: bool,
 ) -> tuple[dict[EpisodeIdentity, datetime], list[EpisodeIdentity]]:
     """The date each undated episode gets, and those stored undated that get repaired.
 
@@ -100,7 +102,7 @@ def _dates(
     dates: dict[EpisodeIdentity, datetime] = {}
     repaired: list[EpisodeIdentity] = []
     keys = list(batch)
-    placed = {} if stored else feed_order_dates(list(batch.values()), newest_at=now)
+    placed = feed_order_dates(list(batch.values()), newest_at=now) if first_read else {}
     for i, key in enumerate(keys):
         if i in placed:
             dates[key] = placed[i]
@@ -129,18 +131,24 @@ def decide_upsert(
     stored: Mapping[EpisodeIdentity, StoredEpisode],
     episodes: Iterable[Episode],
     now: datetime,
+    *,
+    skipped: int = 0,
 ) -> UpsertIntents:
     """What storing ``episodes`` means, given what the store has for them (``stored``).
 
     'changed' when the content hash differs. The hash is of the episode as the feed has
     it, so an undated episode is not 'changed' on every poll; the results and the written
-    rows carry the date as stored.
+    rows carry the date as stored. ``skipped``: how many of the feed's items the parse
+    skipped as stored (their bytes hash as before); they are unchanged and not among
+    ``episodes``, but the feed is not being read for the first time. An unchanged episode
+    whose item now hashes differently gets the new hash (a rehash).
     """
     batch = latest_copies(episodes)
-    dates, repaired = _dates(batch, stored, now)
+    dates, repaired = _dates(batch, stored, now, first_read=not stored and not skipped)
     inserts: list[EpisodeWrite] = []
     updates: list[EpisodeWrite] = []
     results: list[UpsertResult] = []
+    rehashes: list[Rehash] = []
     for key, episode in batch.items():
         content_hash = episode.content_hash()
         if key in dates:
@@ -154,9 +162,11 @@ def decide_upsert(
             status = EpisodeStatus.CHANGED
         else:
             status = EpisodeStatus.UNCHANGED
+            if row.raw_hash != episode.raw_hash:
+                rehashes.append(Rehash(row.id, episode.raw_hash))
         results.append(UpsertResult(episode=episode, status=status))
     updated = {write.id for write in updates}
     redates = tuple(
         Redate(stored[key].id, dates[key]) for key in repaired if stored[key].id not in updated
     )
-    return UpsertIntents(tuple(inserts), tuple(updates), redates, tuple(results))
+    return UpsertIntents(tuple(inserts), tuple(updates), redates, tuple(results), tuple(rehashes))

@@ -1,10 +1,11 @@
 """Parsing: bytes of a feed (RSS, Atom, JSON Feed) or page → ``ParsedSource``; detection by
 content, not name.
 
-CONTRACT: ``parse_bytes(data: bytes, source: str, content_type: str | None = None) ->
-ParsedSource`` raising ``FeedParseError``; then ``digests.extract.build_episodes(parsed, show,
-repo)``. ``content_type`` only supplies a charset: a server's label never overrides what the
-bytes are.
+CONTRACT: ``parse_bytes(data: bytes, source: str, content_type: str | None = None, *, items:
+ItemHashes | None = None) -> ParsedSource`` raising ``FeedParseError``; then
+``digests.extract.build_episodes(parsed, show, repo)``. ``content_type`` only supplies a
+charset: a server's label never overrides what the bytes are. ``items``: hash each RSS item
+or Atom entry, and skip those whose hash is known (``digests.parse.item_hashes``).
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from lxml import etree
 from digests.errors import FeedParseError
 from digests.models import ParsedSource
 from digests.parse.feeds import read_feed
+from digests.parse.item_hashes import ItemHashes
 from digests.parse.jsonfeed import looks_json_feed, read_json_feed
 from digests.parse.pages import read_html, read_text_layout, text_page_entry
 from digests.parse.text import html_parser
 from digests.redact import without_userinfo
 
-__all__ = ["parse_bytes"]
+__all__ = ["ItemHashes", "parse_bytes"]
 
 _SNIFF = 16_384
 _LEADING_WS = re.compile(rb"[ \t\r\n]*")
@@ -65,7 +67,13 @@ _XML_OPTIONS = {
 }
 
 
-def parse_bytes(data: bytes, source: str, content_type: str | None = None) -> ParsedSource:
+def parse_bytes(
+    data: bytes,
+    source: str,
+    content_type: str | None = None,
+    *,
+    items: ItemHashes | None = None,
+) -> ParsedSource:
     """Read a podcast feed (RSS, Atom) or one episode page (HTML, plain text)."""
     blank = _LEADING_WS.match(data)
     if not data or (blank is not None and blank.end() == len(data)):
@@ -77,11 +85,11 @@ def parse_bytes(data: bytes, source: str, content_type: str | None = None) -> Pa
     if head.startswith("<"):
         root_name = _root_name(head)
         if root_name in ("rss", "rdf", "feed"):
-            return _parse_feed(data, source)
+            return _parse_feed(data, source, items)
         if root_name in _HTML_ROOTS or _HTML_DOCTYPE.search(head[:2048]):
             return _parse_html(_text(data, encoding, content_type), source)
         try:
-            return _parse_feed(data, source)
+            return _parse_feed(data, source, items)
         except FeedParseError as err:
             if "malformed" not in err.reason:
                 raise
@@ -167,8 +175,8 @@ def _text(data: bytes, bom: str | None, content_type: str | None) -> str:
     return data.decode("cp1252", "replace")
 
 
-def _parse_feed(data: bytes, source: str) -> ParsedSource:
-    parsed = read_feed(data, source, _XML_OPTIONS, repair=_repair_characters)
+def _parse_feed(data: bytes, source: str, items: ItemHashes | None = None) -> ParsedSource:
+    parsed = read_feed(data, source, _XML_OPTIONS, repair=_repair_characters, items=items)
     if parsed is None:
         # XHTML served as XML: an episode page after all.
         return _parse_html(_text(data, _bom_encoding(data), None), source)

@@ -13,6 +13,7 @@ from lxml import etree
 
 from digests.errors import FeedParseError
 from digests.models import ParsedSource, RawEntry, TranscriptLink
+from digests.parse.item_hashes import ItemHasher, ItemHashes
 from digests.parse.links import feed_base, resolve
 from digests.parse.text import (
     MAX_ENTRIES,
@@ -181,6 +182,7 @@ def read_feed(
     options: dict[str, bool],
     *,
     repair: Callable[[bytes], bytes] | None = None,
+    items: ItemHashes | None = None,
 ) -> ParsedSource | None:
     """RSS or Atom, read entry by entry while lxml parses (``options``: the parser's
     safety settings). None when the document is XML whose root is ``<html>``.
@@ -192,15 +194,18 @@ def read_feed(
     ``repair``, the document is read again from ``repair(data)`` (the bad characters
     replaced). Structural errors — truncation, mismatched tags — still fail, as they do
     in the repaired document.
+
+    With ``items``, each entry carries the hash of its bytes, and one whose hash is in
+    ``items.known`` is not read: it is listed in ``skipped`` (see ``item_hashes``).
     """
     try:
-        return _read_feed(data, source, options)
+        return _read_feed(data, source, options, items)
     except etree.XMLSyntaxError as err:
         if repair is None or err.code not in _CHARACTER_ERRORS:
             raise FeedParseError(source, f"malformed XML: {xml_reason(err)}") from err
         first = err
     try:
-        return _read_feed(repair(data), source, options)
+        return _read_feed(repair(data), source, options, items)
     except etree.XMLSyntaxError as err:
         # The repaired document's line numbers are the original's; its reason is the one
         # left after repair (or the first, if repair changed nothing that mattered).
@@ -208,18 +213,27 @@ def read_feed(
         raise FeedParseError(source, f"malformed XML: {reason}") from err
 
 
-def _read_feed(data: bytes, source: str, options: dict[str, bool]) -> ParsedSource | None:
+def _read_feed(
+    data: bytes, source: str, options: dict[str, bool], items: ItemHashes | None = None
+) -> ParsedSource | None:
     events = etree.iterparse(io.BytesIO(data), events=("end",), tag=_ENTRY_TAGS, **options)
     stream: _Stream | None = None
     try:
         for _, el in events:
             if stream is None:
                 stream = _Stream(el.getroottree().getroot(), source, feed_base(source))
+                stream.hash_items(data, items)
             if not stream.add(el):
                 break
     except (etree.ParserError, ValueError) as err:
         raise FeedParseError(source, f"malformed XML: {err}") from err
-    if stream is not None and stream.entries:
+    if stream is not None and stream.hasher is not None:
+        stream.hasher.finish()
+        if stream.hasher.misaligned:
+            # The spans did not line up with lxml's items: hashes (and skips) may belong
+            # to other items, so none are used; read again as without hashes.
+            return _read_feed(data, source, options)
+    if stream is not None and (stream.entries or stream.skipped):
         return stream.result()
     # No entries streamed: the whole tree is still here (nothing was dropped), so the
     # tree readers decide, with their rules for odd feeds and their errors.
@@ -266,12 +280,21 @@ class _Stream:
         self.feed = local in ("rss", "rdf") or self.atom
         self.fields = _Fields(_ATOM_FIELDS if self.atom else _RSS_FIELDS)
         self.entries: list[RawEntry] = []
+        # Entries not read because their hash is known: (entries before it, stored guid).
+        self.skipped: list[tuple[int, str]] = []
+        self.hasher: ItemHasher | None = None
         self.show_title: str | None = None
         self.link: str | None = None
         self._titled = False
 
+    def hash_items(self, data: bytes, items: ItemHashes | None) -> None:
+        if items is not None and self.feed:
+            self.hasher = ItemHasher(data, items, self.source, self.atom, MAX_ENTRIES)
+
     def add(self, el: etree._Element) -> bool:
         """Read one entry; False once no more are wanted."""
+        hasher = self.hasher
+        place = hasher.place(el) if hasher is not None else None
         parent = el.getparent()
         if not self.feed or parent is None or not self._holds_entries(parent, el):
             return True  # an item nested elsewhere, or a root that is no feed: left alone
@@ -281,22 +304,32 @@ class _Stream:
             if not self.atom and _channel(self.root) is None:
                 raise FeedParseError(self.source, "RSS document has no <channel>")
             self.show_title, self.link = self._head(parent)
+            if hasher is not None:
+                hasher.begin(self.root, self.show_title)
+        digest = hasher.digest(place, parent) if hasher is not None else None
+        guid = hasher.known.get(digest) if hasher is not None and digest is not None else None
+        if guid is not None:
+            self.skipped.append((len(self.entries), guid))
+        else:
+            self._read(el, digest)
+        # Drop the entry and what came before it: nothing later refers back.
+        el.clear(keep_tail=True)
+        while el.getprevious() is not None:
+            del parent[0]
+        return len(self.entries) + len(self.skipped) < MAX_ENTRIES
+
+    def _read(self, el: etree._Element, digest: str | None) -> None:
         try:
             entry = (
-                _atom_entry(el, self.fields, self.base)
+                _atom_entry(el, self.fields, self.base, digest)
                 if self.atom
-                else _rss_item(el, self.fields, self.base)
+                else _rss_item(el, self.fields, self.base, digest)
             )
         except ValueError:
             # One item we cannot read must not cost the reader the whole feed.
             entry = None
         if entry is not None:
             self.entries.append(entry)
-        # Drop the entry and what came before it: nothing later refers back.
-        el.clear(keep_tail=True)
-        while el.getprevious() is not None:
-            del parent[0]
-        return len(self.entries) < MAX_ENTRIES
 
     def _holds_entries(self, parent: etree._Element, el: etree._Element) -> bool:
         if self.atom:
@@ -323,7 +356,8 @@ class _Stream:
             title, link = self._head(self.root)
             self.show_title = self.show_title or title
             self.link = self.link or link
-        return _source(self.kind, self.show_title, self.entries, self.link)
+        skipped = tuple(self.skipped)
+        return _source(self.kind, self.show_title, self.entries, self.link, skipped)
 
 
 def _rss_head(channel: etree._Element, base: str | None) -> tuple[str | None, str | None]:
@@ -397,12 +431,20 @@ def parse_rss(root: etree._Element, source: str, base: str | None = None) -> Par
 
 
 def _source(
-    kind: str, show_title: str | None, entries: list[RawEntry], link: str | None = None
+    kind: str,
+    show_title: str | None,
+    entries: list[RawEntry],
+    link: str | None = None,
+    skipped: tuple[tuple[int, str], ...] = (),
 ) -> ParsedSource:
-    return ParsedSource(kind=kind, show_title=show_title, entries=tuple(entries), link=link)
+    return ParsedSource(
+        kind=kind, show_title=show_title, entries=tuple(entries), link=link, skipped=skipped
+    )
 
 
-def _rss_item(item: etree._Element, fields: _Fields, base: str | None = None) -> RawEntry | None:
+def _rss_item(
+    item: etree._Element, fields: _Fields, base: str | None = None, raw_hash: str | None = None
+) -> RawEntry | None:
     f: dict[str, str] = {}
     audio: str | None = None
     raw_link: str | None = None
@@ -461,6 +503,7 @@ def _rss_item(item: etree._Element, fields: _Fields, base: str | None = None) ->
         audio_url=audio[:MAX_TITLE] if audio else None,
         transcripts=tuple(transcripts),
         chapters_url=chapters,
+        raw_hash=raw_hash,
     )
 
 
@@ -503,7 +546,9 @@ def parse_atom(root: etree._Element, source: str, base: str | None = None) -> Pa
     return _source("atom", show_title, entries, link)
 
 
-def _atom_entry(entry: etree._Element, fields: _Fields, base: str | None = None) -> RawEntry | None:
+def _atom_entry(
+    entry: etree._Element, fields: _Fields, base: str | None = None, raw_hash: str | None = None
+) -> RawEntry | None:
     f: dict[str, str] = {}
     audio: str | None = None
     link: str | None = None
@@ -550,4 +595,5 @@ def _atom_entry(entry: etree._Element, fields: _Fields, base: str | None = None)
         audio_url=audio[:MAX_TITLE] if audio else None,
         transcripts=tuple(transcripts),
         chapters_url=chapters,
+        raw_hash=raw_hash,
     )

@@ -57,6 +57,7 @@ _UPDATED_COLUMNS = (
     "nearby",
     "pull_requests_named",
     "content_hash",
+    "raw_hash",
     "updated_at",
 )
 
@@ -156,11 +157,12 @@ def _stored(
                     episodes.c.content_hash,
                     episodes.c.published_at,
                     episodes.c.first_seen_at,
+                    episodes.c.raw_hash,
                 ).where(episodes.c.show_id == show_id, episodes.c.guid.in_(chunk))
             )
             for row in rows:
                 found[(show, row.guid)] = StoredEpisode(
-                    row.id, row.content_hash, row.published_at, row.first_seen_at
+                    row.id, row.content_hash, row.published_at, row.first_seen_at, row.raw_hash
                 )
     return found
 
@@ -181,6 +183,7 @@ def _values(write: EpisodeWrite, now: datetime) -> dict[str, Any]:
         "nearby": [clean(title) for title in episode.nearby],
         "pull_requests_named": episode.pull_requests_named,
         "content_hash": write.content_hash,
+        "raw_hash": episode.raw_hash,
         "updated_at": now,
     }
 
@@ -262,6 +265,13 @@ def apply(conn: sa.Connection, intents: UpsertIntents, now: datetime) -> None:
             .values(published_at=sa.bindparam("when")),
             [{"row_id": r.id, "when": r.published_at} for r in intents.redates],
         )
+    if intents.rehashes:
+        conn.execute(
+            sa.update(episodes)
+            .where(episodes.c.id == sa.bindparam("row_id"))
+            .values(raw_hash=sa.bindparam("hash")),
+            [{"row_id": r.id, "hash": r.raw_hash} for r in intents.rehashes],
+        )
 
 
 # An upsert storing at least this many new episodes (a first read of an archive) refreshes
@@ -292,6 +302,15 @@ class EpisodesMixin:
         with self._db.transaction("reading episodes for an update", write=False) as conn:
             return _stored(conn, keys)
 
+    def item_hashes(self, show: str) -> dict[str, str]:
+        """The item hashes stored with ``show``'s episodes: hash → guid (one read)."""
+        show_id = sa.select(shows.c.id).where(shows.c.name == clean(show)).scalar_subquery()
+        query = sa.select(episodes.c.raw_hash, episodes.c.guid).where(
+            episodes.c.show_id == show_id, episodes.c.raw_hash.is_not(None)
+        )
+        with self._db.transaction(f"reading item hashes of {show!r}", write=False) as conn:
+            return {h: g for h, g in conn.execute(query)}
+
     def apply_intents(self, intents: UpsertIntents, now: datetime) -> None:
         """Write the decider's intents in one transaction.
 
@@ -303,11 +322,14 @@ class EpisodesMixin:
         with self._db.transaction("saving episodes") as conn:
             apply(conn, intents, now)
 
-    def upsert_episodes(self, episodes_in: Iterable[Episode], now: datetime) -> list[UpsertResult]:
+    def upsert_episodes(
+        self, episodes_in: Iterable[Episode], now: datetime, *, skipped: int = 0
+    ) -> list[UpsertResult]:
         """Read the stored state, decide (:func:`digests.update.decide_upsert`), apply.
 
         One transaction; a constant number of statements per 500 episodes whatever happens,
         so re-reading a feed of thousands of unchanged episodes costs a few SELECTs.
+        ``skipped``: the feed's items the parse skipped as stored (see ``decide_upsert``).
         """
         now = aware(now, "now")
         batch = latest_copies(episodes_in)
@@ -315,7 +337,8 @@ class EpisodesMixin:
             return []
 
         def write(conn: sa.Connection) -> list[UpsertResult]:
-            intents = decide_upsert(_stored(conn, batch.keys()), batch.values(), now)
+            stored = _stored(conn, batch.keys())
+            intents = decide_upsert(stored, batch.values(), now, skipped=skipped)
             apply(conn, intents, now)
             return list(intents.results)
 

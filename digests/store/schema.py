@@ -132,11 +132,16 @@ episodes = sa.Table(
     sa.Column("content_hash", sa.String(64), nullable=False),
     sa.Column("first_seen_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
+    # The hash of the feed item's bytes it was read from (digests.parse.item_hashes): a
+    # re-read skips the item while it hashes the same. NULL: read it every time.
+    sa.Column("raw_hash", sa.String(32)),
     sa.UniqueConstraint("show_id", "guid"),
     sa.Index(None, "published_at"),
     # A show's episodes newest first (the poll's candidates, neighbours) stop at the limit.
     sa.Index("ix_episodes_show_id_published_at", "show_id", "published_at", "id"),
     sa.Index("ix_episodes_show_id_first_seen_at", "show_id", "first_seen_at"),
+    # A show's item hashes, read from the index (the column sits after the transcript).
+    sa.Index("ix_episodes_show_id_raw_hash", "show_id", "raw_hash"),
     sa.Index(None, "url"),
     sa.Index(None, "guid_key"),
 )
