@@ -20,6 +20,7 @@ from bot.commands.base import Deps
 from bot.commands.cache import DEFAULT_TTL, TtlCache
 from bot.commands.explain import permalinks
 from bot.commands.slash import register_slash
+from bot.dispatch import DigestApp, FunctionAuthorize
 from bot.oauth import build_oauth_flow, register_leaving
 from bot.replay import replay_guard
 from bot.slack import make_web_client
@@ -88,15 +89,18 @@ def build_app(
     if settings.oauth_mode:
         app = _oauth_app(settings, store, client, signing_secret, deps, installations, tokens)
     else:
-        app = AsyncApp(
+        app = DigestApp(
             name="digestbot",
             process_before_response=True,
             signing_secret=signing_secret,
             request_verification_enabled=False,  # bot.server verified it (see build_app)
             client=client,
             # Bolt's own authorization calls auth.test on the first request and refuses it
-            # when Slack is down; SlackIdentity answers from the token meanwhile.
-            authorize=SlackIdentity(client).authorize() if client.token else _tokenless,
+            # when Slack is down; SlackIdentity answers from the token meanwhile. An
+            # AsyncAuthorize, not a function: Bolt inspects a function on every request.
+            authorize=FunctionAuthorize(  # type: ignore[arg-type]
+                SlackIdentity(client).resolve if client.token else _tokenless
+            ),
         )
     app.use(replay_guard(store, deps.now))
     register_slash(app, deps, TtlCache(ttl=reply_cache_ttl))
@@ -123,7 +127,7 @@ def _oauth_app(
     # Every request's client is a copy of this one, retry handlers included: the watcher
     # sees the token Slack refuses on any request's call, and that team is stopped.
     client.retry_handlers = [tokens.watcher(), *client.retry_handlers]
-    app = AsyncApp(
+    app = DigestApp(
         name="digestbot",
         process_before_response=True,
         signing_secret=signing_secret,

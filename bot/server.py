@@ -22,7 +22,6 @@ import sqlalchemy as sa
 import uvicorn
 from slack_bolt.adapter.starlette.async_handler import (
     AsyncSlackRequestHandler,
-    to_async_bolt_request,
     to_starlette_response,
 )
 from slack_bolt.async_app import AsyncApp
@@ -34,6 +33,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from bot import messages
+from bot.dispatch import bolt_request
 from config.settings import Settings
 from digests.errors import ConfigError, PortInUse
 from digests.store import Store, schema
@@ -116,8 +116,7 @@ async def _dispatch(app: AsyncApp, request: Request, body: bytes) -> Response:
     ``payload`` that is not JSON, nested past the parser's depth, ``actions`` that are not
     a list) gets a polite reply instead of a 500 (which Slack shows as "dispatch_failed")."""
     try:
-        bolt_request = to_async_bolt_request(request, body)
-        response = await app.async_dispatch(bolt_request)
+        response = await app.async_dispatch(bolt_request(request, body))
     except (ValueError, RecursionError, TypeError, AttributeError, KeyError) as exc:
         log.warning("unreadable signed request: %s: %s", type(exc).__name__, exc)
         return _unreadable()

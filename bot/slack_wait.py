@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
@@ -79,7 +79,7 @@ def _refused(exc: BaseException) -> bool:
 
 
 class SlackIdentity:
-    """A Bolt ``authorize`` for one workspace's bot token (see the module docstring).
+    """Bolt's ``authorize`` for one workspace's bot token (``resolve``; see the module docstring).
 
     ``clock``: monotonic seconds (a test's stand-in). The first failure waits ``backoff``
     before ``auth.test`` is asked again, doubling up to ``cap``.
@@ -99,17 +99,6 @@ class SlackIdentity:
         self.known: dict[str, Any] | None = None
         self._delay = backoff
         self._next_try = 0.0
-
-    def authorize(self) -> Callable[..., Awaitable[AuthorizeResult]]:
-        """The function Bolt calls (Bolt passes arguments by the names it reads off it)."""
-
-        async def authorize(
-            enterprise_id: str | None, team_id: str | None, user_id: str | None
-        ) -> AuthorizeResult:
-            # Bolt's annotation says AuthorizeResult; it answers None with its refusal.
-            return cast(AuthorizeResult, await self.resolve(enterprise_id, team_id, user_id))
-
-        return authorize
 
     async def resolve(
         self, enterprise_id: str | None, team_id: str | None, user_id: str | None

@@ -19,6 +19,7 @@ from bot.commands.model import CommandError
 from bot.commands.parse import Subscribe, Unsubscribe
 from bot.commands.replies import error_reply, message, section
 from bot.commands.shows_parse import AddShow, ShowCommand, head_word, parse_show_command
+from bot.dispatch import DigestApp
 from bot.replay import is_changing
 from config.settings import CHANNEL_ID_PATTERN
 from digests.errors import StoreError, StoreTimeout
@@ -128,7 +129,11 @@ def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Answer] | None = N
         notices.add(task)
         task.add_done_callback(notices.discard)
 
-    @app.command(msg.COMMAND)
+    # Bolt's app.command(...) matches and calls through its generic argument building on
+    # every request; DigestApp's listener does the same work directly (bot.dispatch).
+    command = app.command_listener if isinstance(app, DigestApp) else app.command
+
+    @command(msg.COMMAND)
     async def on_episodes(
         ack: AsyncAck, respond: AsyncRespond, client: AsyncWebClient, command: dict[str, Any]
     ) -> None:
