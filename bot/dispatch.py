@@ -17,11 +17,14 @@ depend on the request:
   :class:`CommandListener` matches the command by its name and passes only what its
   function names;
 - ``AsyncCallableAuthorize`` doing the same for the authorize function:
-  :class:`FunctionAuthorize` calls it with the three ids it takes.
+  :class:`FunctionAuthorize` calls it with the three ids it takes;
+- ``ack(...)`` encoding the reply's JSON for every request, the largest single cost of a
+  cached answer: :func:`ephemeral_body` gives the same text, which an answer keeps.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from functools import cached_property
@@ -52,6 +55,8 @@ from slack_sdk.proxy_env_variable_loader import load_http_proxy_from_env
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.internal_utils import get_user_agent
 from starlette.requests import Request
+
+from digests.render.limits import Message
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +128,23 @@ def bolt_request(request: Request, body: bytes) -> AsyncBoltRequest:
     if request.scope.get("query_string"):
         query = {name: [value] for name, value in request.query_params.items()}
     return FormRequest(body=text, query=query, headers=headers)
+
+
+# -- the response ----------------------------------------------------------------------------
+
+
+def ephemeral_body(message: Message) -> str:
+    """The body of ``ack(response_type="ephemeral", text=..., blocks=...)``'s response, as
+    Bolt's ack encodes it (the same keys in the same order; tests compare the two)."""
+    body: dict[str, Any] = {"text": message["text"], "response_type": "ephemeral"}
+    if message["blocks"]:
+        body["blocks"] = list(message["blocks"])
+    return json.dumps(body)
+
+
+def acked(body: str) -> BoltResponse:
+    """The response a listener returns instead of calling ``ack``: Bolt answers with it."""
+    return BoltResponse(status=200, body=body)
 
 
 # -- authorization -------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl, urlencode
 
 import pytest
 from slack_bolt.adapter.starlette.async_handler import to_async_bolt_request
-from slack_bolt.async_app import AsyncApp
+from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.kwargs_injection.async_utils import build_async_required_kwargs
 from slack_bolt.listener_matcher.builtins import command as builtin_command
@@ -24,7 +24,15 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from starlette.requests import Request
 
-from bot.dispatch import CommandListener, DigestApp, FunctionAuthorize, bolt_request, parse_form
+from bot.dispatch import (
+    CommandListener,
+    DigestApp,
+    FunctionAuthorize,
+    acked,
+    bolt_request,
+    ephemeral_body,
+    parse_form,
+)
 
 SECRET = "0" * 32
 
@@ -262,4 +270,27 @@ async def test_function_authorize_passes_the_ids_and_refuses_on_slack_errors() -
             context=context, enterprise_id=None, team_id="T1", user_id="U1"
         )
         is None
+    )
+
+
+MESSAGES: list[dict[str, Any]] = [
+    {
+        "text": "Recent *PyTorch* episodes",
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "é <!channel> &amp; …"}}],
+    },
+    {"text": "Nothing matches", "blocks": []},
+    {"text": "", "blocks": [{"type": "divider"}, {"type": "context", "elements": []}]},
+]
+
+
+@pytest.mark.parametrize("message", MESSAGES)
+async def test_ephemeral_body_is_what_ack_answers(message: dict[str, Any]) -> None:
+    ack = AsyncAck()
+    await ack(response_type="ephemeral", text=message["text"], blocks=message["blocks"])
+    assert ack.response is not None
+    ours = acked(ephemeral_body(message))  # type: ignore[arg-type]
+    assert (ours.status, ours.body, ours.headers) == (
+        ack.response.status,
+        ack.response.body,
+        ack.response.headers,
     )
