@@ -24,10 +24,20 @@ from apscheduler.triggers.interval import IntervalTrigger
 from bot.delivery import Deliverer, Delivery, DeliveryReport
 from bot.enrichment import attach_details
 from config.settings import Settings
-from digests.daily import Arrival, channel_episodes, day_key, last_due, window
+from digests.daily import (
+    CATCH_UP_PREFIX,
+    Arrival,
+    channel_episodes,
+    day_key,
+    last_due,
+    read_catch_up_key,
+    window,
+)
+from digests.decide import CATCH_UP, MISSED_SCAN, matches
 from digests.render import Renderer
-from digests.render.daily import render_daily
+from digests.render.daily import catch_up_title, render_daily
 from digests.store import Store
+from digests.store.ledger import Ledger
 from digests.types import LedgerState, Subscription
 
 log = logging.getLogger(__name__)
@@ -107,9 +117,10 @@ def daily_deliveries(
     grace: timedelta = DAILY_GRACE,
 ) -> list[Delivery]:
     """The daily digests due at ``now`` that the ledger does not have finished yet."""
+    catch_ups = catch_up_deliveries(settings, store, deliverer.ledger, renderer)
     due = due_channels(settings, store.subscriptions(include_paused=False), now, grace)
     if not due:
-        return []
+        return catch_ups
     entries = deliverer.ledger.entries(
         "daily", {d.key for d in due}, [(d.team_id, d.channel_id) for d in due]
     )
@@ -128,6 +139,36 @@ def daily_deliveries(
         shows = sorted({s.show for s in d.subs})
         message = render_daily(episodes, renderer, shows=shows, day=d.day)
         out.append(Delivery(d.team_id, d.channel_id, "daily", d.key, message))
+    return catch_ups + out
+
+
+def catch_up_deliveries(
+    settings: Settings, store: Store, ledger: Ledger, renderer: Renderer
+) -> list[Delivery]:
+    """The catch-ups ``resume --catch-up`` asked for in daily channels, not posted yet: each
+    one message of the newest ``CATCH_UP`` of what its show got during the pause and the
+    channel's filter wants (``bot.commands.control.missed`` counted the same for the reply).
+    One no longer followed, or paused by Slack, waits."""
+    out: list[Delivery] = []
+    for row in ledger.unfinished("daily", CATCH_UP_PREFIX):
+        read = read_catch_up_key(row.key)
+        if read is None:
+            continue
+        show, start, end = read
+        subs = store.subscriptions(
+            team_id=row.team_id, channel_id=row.channel_id, show=show, include_paused=False
+        )
+        if not subs:
+            continue
+        arrived = store.arrived_between(show, start, end, MISSED_SCAN)
+        wanted = [e for e in arrived if matches(e, subs[0].filter)][:CATCH_UP]
+        if not wanted:
+            continue
+        episodes = sorted(attach_details(settings, store, wanted), key=lambda e: e.published_at)
+        first, last = (when.astimezone(settings.tz).date() for when in (start, end))
+        title = catch_up_title([show], first, last)
+        message = render_daily(episodes, renderer, shows=[show], day=last, title=title)
+        out.append(Delivery(row.team_id, row.channel_id, "daily", row.key, message))
     return out
 
 

@@ -30,7 +30,8 @@ USAGE: dict[str, str] = {
     "subscribe": f"`{COMMAND} subscribe [shows…] [filter…] [recap on|off] [daily [17:00] | "
     'daily off]` — post new episodes here; a filter is words and "phrases" (any of them), '
     "+required, -excluded (a word that is a show's name: quote it, or write `keywords: …`); "
-    "`daily 17:00` (or `daily`, `daily 5pm`): one message a day listing that day's instead, "
+    "`daily 17:00` (or `daily 5pm`; `daily` alone: the configured time, 17:00 by default): "
+    "one message a day listing that day's instead, "
     "`daily off`: one per episode",
     "unsubscribe": f"`{COMMAND} unsubscribe [show]` — stop posting them here; name several "
     "to drop them together (`unsubscribe JAX, Triton`)",
@@ -353,6 +354,10 @@ RESUMED_MISSED = (
 RESUMED_NONE_MISSED = "Nothing matching arrived while paused."
 RESUMED_CATCH_UP = (
     "The newest {posted} of the {count} that arrived while paused are posted shortly."
+)
+RESUMED_CATCH_UP_DAILY = (
+    "The newest {posted} of the {count} that arrived while paused are posted shortly, in one "
+    "message (this channel gets a daily digest; the next one lists only what comes after)."
 )
 LIST_HELD_UNTIL = " — :double_vertical_bar: paused until {until}"
 LIST_HELD_OPEN = " — :double_vertical_bar: paused until resumed"

@@ -22,7 +22,10 @@ log = logging.getLogger(__name__)
 
 
 async def run_once(settings: Settings, out: TextIO) -> object:
-    """Poll every show, deliver what is new (or print it without a token), and return."""
+    """Poll every show, deliver what is new (or print it without a token), send the daily
+    digests that are due (as the clock's daily job would), and return."""
+    from bot.daily import post_daily
+    from bot.delivery import Deliverer
     from bot.outbox import make_outbox
     from bot.pipeline import print_report
     from bot.pipeline import run_once as poll_once
@@ -33,10 +36,19 @@ async def run_once(settings: Settings, out: TextIO) -> object:
         team_id = await resolve_team_id(settings)
         await asyncio.to_thread(sync_config_channels, settings, store, team_id)
         outbox = make_outbox(settings, out, store)
+        deliverer = Deliverer(store, outbox)
+        renderer = Renderer.of(settings)
         try:
             async with make_http_client() as http_client:
-                report = await poll_once(settings, store, outbox, http_client, utcnow())
+                report = await poll_once(
+                    settings, store, outbox, http_client, utcnow(), deliverer=deliverer,
+                    renderer=renderer,
+                )  # fmt: skip
+            # The daily digests due now, as the clock's daily job sends them: once a channel
+            # and day (the ledger), so a cron running `run --once` hourly posts each once.
+            report.delivery.merge(await post_daily(settings, store, deliverer, renderer, utcnow()))
         finally:
+            await deliverer.aclose()
             await outbox.close()
         print_report(report, out)
         return report

@@ -21,6 +21,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from digests.daily import DEFAULT_TIME, BadTime, parse_time_of_day
 from digests.errors import ConfigError
 from digests.pulls import PrRules
 
@@ -147,6 +148,8 @@ class Settings(BaseSettings):
     channels: list[ChannelConfig] = Field(default_factory=list)
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     backfill: int = Field(default=1, ge=0, le=50)
+    # The time of day (in `timezone`) of a daily digest when `subscribe … daily` names none.
+    daily_at: str = DEFAULT_TIME
     thread_replies: bool = True
     quiet_week: bool = False
     templates_dir: str | None = None
@@ -197,6 +200,14 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown timezone {value!r}") from exc
         return value
 
+    @field_validator("daily_at")
+    @classmethod
+    def _daily_at(cls, value: str) -> str:
+        try:
+            return parse_time_of_day(value)  # "5pm" → "17:00", as `daily 5pm` reads it
+        except BadTime:
+            raise ValueError("must be a time of day like '17:00' or '5pm'") from None
+
     @field_validator("slack_api_url")
     @classmethod
     def _api_url(cls, value: str) -> str:
@@ -234,9 +245,7 @@ class Settings(BaseSettings):
     @property
     def oauth_mode(self) -> bool:
         """Many workspaces: client credentials set and no single bot token."""
-        return bool(
-            self.slack_client_id and self.slack_client_secret and not self.slack_bot_token
-        )
+        return bool(self.slack_client_id and self.slack_client_secret and not self.slack_bot_token)
 
     @field_validator("github_api_url")
     @classmethod

@@ -91,6 +91,33 @@ def day_key(day: date) -> str:
     return day.isoformat()
 
 
+# A catch-up (`resume … --catch-up` in a daily channel) is one message of what arrived while
+# paused, a "daily" delivery keyed by the show's pause window (distinct from any day's key).
+_CATCH_UP = "catch-up"
+
+
+def catch_up_key(show: str, start: datetime, end: datetime) -> str:
+    """The ledger key of a daily channel's catch-up of ``show``'s pause [start, end)."""
+    return (
+        f"{_CATCH_UP} {start.astimezone(UTC).isoformat()} {end.astimezone(UTC).isoformat()} {show}"
+    )
+
+
+CATCH_UP_PREFIX = f"{_CATCH_UP} "
+
+
+def read_catch_up_key(key: str) -> tuple[str, datetime, datetime] | None:
+    """(show, start, end) of a ``catch_up_key``; None for any other key."""
+    parts = key.split(" ", 3)
+    if len(parts) != 4 or parts[0] != _CATCH_UP:
+        return None
+    try:
+        start, end = datetime.fromisoformat(parts[1]), datetime.fromisoformat(parts[2])
+    except ValueError:
+        return None
+    return parts[3], start, end
+
+
 @dataclass(frozen=True)
 class Arrival:
     """An episode with when digestbot first had it."""

@@ -34,6 +34,8 @@ UNFINISHED: frozenset[str] = frozenset(
 # New digests one channel may get in one poll (the newest ones), unless the configured
 # backfill asks for more.
 CATCH_UP = 10
+# How far back `resume` looks at what arrived while paused (to count it, and to catch up).
+MISSED_SCAN = 200
 
 # A single failed fetch is routine (a deploy, a blip); channels hear about a feed only once
 # it has failed this many polls in a row.

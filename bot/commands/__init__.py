@@ -124,7 +124,9 @@ def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = F
     """
     deps.refresh_shows()  # shows added from Slack (in another process, too)
     try:
-        command = parse_command(text, deps.shows, today=deps.today())
+        command = parse_command(
+            text, deps.shows, today=deps.today(), daily_at=deps.settings.daily_at
+        )
     except CommandError as exc:
         return Answer(error_reply(exc))
     shareable = isinstance(command, SHAREABLE)

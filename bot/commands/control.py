@@ -6,7 +6,8 @@ per episode, which term decided; it reads the store and changes nothing.
 
 ``pause`` holds a channel's subscriptions for a while (``digests.store.holds``): what
 arrives meanwhile is never posted there, unless ``resume --catch-up`` gives the newest of
-it pending ledger rows, which the next poll (or the recovery sweep) delivers.
+it pending ledger rows, which the next poll (or the recovery sweep) delivers; in a daily
+channel one ``daily`` row for the pause instead, which the daily job posts as one message.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from bot.commands.base import Deps, Invocation
 from bot.commands.dates import show_day
 from bot.commands.model import Pause, Preview, Resume, Subscribe
 from bot.commands.replies import context, message, nothing, section
-from digests.decide import CATCH_UP, episode_key, matches
+from digests.daily import catch_up_key
+from digests.decide import CATCH_UP, MISSED_SCAN, episode_key, matches
 from digests.filters import Check, Filter, Verdict
 from digests.models import Episode
 from digests.render import escape
@@ -32,8 +34,6 @@ PREVIEW_EPISODES = 20
 # Lines per section: twenty episode lines in one would pass Slack's 3,000 characters.
 LINES_PER_SECTION = 5
 HEADLINE_CHARS = 90
-# How far back `resume` looks at what arrived while paused, to count it.
-MISSED_SCAN = 200
 
 
 def pr_text(episode: Episode) -> list[str]:
@@ -181,18 +181,38 @@ def missed(sub: Subscription, deps: Deps, now: datetime) -> list[Episode]:
     return [e for e in arrived if matches(e, sub.keywords)]
 
 
-def catch_up(subs: Sequence[Subscription], wanted: dict[str, list[Episode]], deps: Deps) -> int:
-    """Pending ledger rows for the newest ``CATCH_UP`` of each show's missed episodes: the
-    next plan offers a pending row again, so they are posted; the count."""
-    rows = [
-        NewRow(s.team_id, s.channel_id, "episode", episode_key(s.show, e.guid), show=s.show)
-        for s in subs
-        for e in wanted[s.show][:CATCH_UP]
-    ]
+def catch_up(
+    subs: Sequence[Subscription], wanted: dict[str, list[Episode]], deps: Deps, now: datetime
+) -> list[str]:
+    """Pending ledger rows for the newest ``CATCH_UP`` of each show's missed episodes, and
+    the reply's lines saying so. Per episode: a row each, which the next plan offers again,
+    so they are posted. In a daily channel (where plans post nothing one by one): one
+    ``daily`` row for the pause, which the daily job posts as one message listing them."""
+    rows: list[NewRow] = []
+    counts = {False: [0, 0], True: [0, 0]}  # daily? → [posted, arrived]
+    for s in subs:
+        found = wanted[s.show]
+        if not found:
+            continue
+        counts[s.daily][0] += min(len(found), CATCH_UP)
+        counts[s.daily][1] += len(found)
+        if s.daily and s.held_at is not None:
+            key = catch_up_key(s.show, s.held_at, now)
+            rows.append(NewRow(s.team_id, s.channel_id, "daily", key, show=s.show))
+        else:
+            rows += [
+                NewRow(s.team_id, s.channel_id, "episode", episode_key(s.show, e.guid), show=s.show)
+                for e in found[:CATCH_UP]
+            ]
     if rows:
         ledger = Ledger.for_store(deps.store)
         ledger.run(lambda conn: ledger.ensure(conn, rows, deps.now()))
-    return len(rows)
+    said = {False: msg.RESUMED_CATCH_UP, True: msg.RESUMED_CATCH_UP_DAILY}
+    return [
+        said[daily].format(posted=posted, count=count)
+        for daily, (posted, count) in counts.items()
+        if count
+    ]
 
 
 def resume(command: Resume, deps: Deps, invocation: Invocation) -> Message:
@@ -221,7 +241,6 @@ def resume_told(
     if count == 0:
         return _reply(text, msg.RESUMED_NONE_MISSED, *notes), told
     if command.catch_up:
-        posted = catch_up(ended, wanted, deps)
-        return _reply(text, msg.RESUMED_CATCH_UP.format(posted=posted, count=count), *notes), told
+        return _reply(text, *catch_up(ended, wanted, deps, now), *notes), told
     later = msg.RESUMED_MISSED.format(count=count, command=msg.COMMAND, limit=CATCH_UP)
     return _reply(text, later, *notes), told

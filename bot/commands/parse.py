@@ -53,6 +53,7 @@ from bot.commands.model import (
 from bot.commands.model import quote_value as _quote
 from bot.commands.names import QUOTES, Arg, close_show, fold, match_show, unquote_words
 from bot.commands.subscribe_parse import parse_subscribe, parse_unsubscribe
+from digests.daily import DEFAULT_TIME
 from digests.filters import Filter
 from digests.render.escape import unescape
 
@@ -269,12 +270,15 @@ def _parse_query(head: str, args: list[str], shows: Sequence[str], today: date |
 _QUERY_HEADS = ("recent", "latest", "nearby", "near", "around", "pr", "search", "find", "week")
 
 
-def parse_command(text: str, shows: Sequence[str], today: date | None = None) -> Command:
+def parse_command(
+    text: str, shows: Sequence[str], today: date | None = None, daily_at: str = DEFAULT_TIME
+) -> Command:
     """Parse the text after ``/episodes`` as Slack sends it (``&``, ``<``, ``>`` arrive as
     entities, like all text in Slack). Raises ``CommandError`` for bad arguments.
 
     ``today`` (in the team's timezone) anchors relative dates and weeks (``yesterday``,
     ``Oct 5``, ``w41``, ``last``); the command that comes out names absolute ones.
+    ``daily_at``: what a bare ``subscribe … daily`` means (the ``daily_at`` setting).
     Subcommand names are read like show names: any case, full-width forms too (NFKC).
     """
     if len(text) > msg.MAX_TEXT:
@@ -293,7 +297,7 @@ def parse_command(text: str, shows: Sequence[str], today: date | None = None) ->
     if words[0].startswith("#") and not args:
         return Pr(parse_pr(words[0], "pr"))
     if head in ("subscribe", "follow"):
-        return parse_subscribe(args, shows)
+        return parse_subscribe(args, shows, daily_at)
     if head in ("unsubscribe", "unfollow"):
         return parse_unsubscribe(args, shows)
     if head in ("list", "subscriptions"):

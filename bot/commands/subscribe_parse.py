@@ -68,13 +68,16 @@ def _ends_a_show(args: list[Arg], shows: Sequence[str]) -> bool:
     )
 
 
-def _read_daily(args: list[Arg], shows: Sequence[str]) -> tuple[list[Arg], str | None]:
-    """``daily``, ``daily 17:00`` / ``daily 5pm`` or ``daily off`` at the end, taken off."""
+def _read_daily(
+    args: list[Arg], shows: Sequence[str], default: str
+) -> tuple[list[Arg], str | None]:
+    """``daily`` (at ``default``), ``daily 17:00`` / ``daily 5pm`` or ``daily off`` at the
+    end, taken off."""
     last = args[-1] if args else None
     if last is None or last.quoted:
         return args, None
     if fold(last.text) == "daily" and not _ends_a_show(args, shows):
-        return args[:-1], DEFAULT_TIME
+        return args[:-1], default
     if len(args) < 2 or args[-2].quoted or fold(args[-2].text) != "daily":
         return args, None
     if fold(last.text) in ("off", "no"):
@@ -90,7 +93,7 @@ def _read_daily(args: list[Arg], shows: Sequence[str]) -> tuple[list[Arg], str |
 
 
 def _read_options(
-    args: list[Arg], shows: Sequence[str]
+    args: list[Arg], shows: Sequence[str], daily_at: str
 ) -> tuple[list[Arg], bool | None, str | None]:
     """``recap on|off`` and ``daily …`` at the end, in either order."""
     recap: bool | None = None
@@ -99,7 +102,7 @@ def _read_options(
         if recap is None:
             args, recap = _read_recap(args)
         if daily is None:
-            args, daily = _read_daily(args, shows)
+            args, daily = _read_daily(args, shows, daily_at)
     return args, recap, daily
 
 
@@ -122,10 +125,10 @@ def _split_commas(args: list[Arg]) -> list[Arg]:
     return out
 
 
-def _split_subscribe(words: list[str], shows: Sequence[str]) -> _SubscribeWords:
+def _split_subscribe(words: list[str], shows: Sequence[str], daily_at: str) -> _SubscribeWords:
     """Shows wherever they are named, the rest keywords: a known show name is never a
     keyword unless it is quoted after a show, or follows ``keywords:``."""
-    args, recap, daily = _read_options(_split_commas(unquote_words(words)), shows)
+    args, recap, daily = _read_options(_split_commas(unquote_words(words)), shows, daily_at)
     found: list[str] = []
     rest: list[Arg] = []
     i = 0
@@ -202,11 +205,14 @@ def _misplaced_options(words: Sequence[Arg]) -> None:
             raise CommandError(msg.DAILY_MISPLACED.format(value=value), "subscribe")
 
 
-def parse_subscribe(words: list[str], shows: Sequence[str]) -> Subscribe:
+def parse_subscribe(
+    words: list[str], shows: Sequence[str], daily_at: str = DEFAULT_TIME
+) -> Subscribe:
+    """``daily_at``: the time a bare ``daily`` means (the ``daily_at`` setting)."""
     if not shows:
         raise CommandError(msg.NO_SHOWS, "subscribe")
     words = _filter_words(words)
-    split = _split_subscribe(words, shows)
+    split = _split_subscribe(words, shows, daily_at)
     if not split.words and any(w.strip("+-") == '""' for w in words):
         # `subscribe PyTorch ""` would quietly drop the channel's filter.
         raise CommandError(msg.FILTER_EMPTY_QUOTES, "subscribe")

@@ -42,11 +42,23 @@ def _view(episode: Episode) -> _EpisodeView:
     return _EpisodeView(episode, (), tuple(pr_groups(episode.pull_requests[:TOP_PRS])))
 
 
-def daily_title(shows: Sequence[str], day: date) -> str:
+def _day(day: date) -> str:
+    return f"{_DAYS[day.weekday()]} {day.day} {_MONTHS[day.month - 1]} {day.year}"
+
+
+def _named(shows: Sequence[str]) -> str:
     names = list(dict.fromkeys(shows))
-    named = ", ".join(names) if 0 < len(names) <= MAX_NAMED_SHOWS else f"{len(names)} shows"
-    when = f"{_DAYS[day.weekday()]} {day.day} {_MONTHS[day.month - 1]} {day.year}"
-    return f"{named} — daily digest, {when}"
+    return ", ".join(names) if 0 < len(names) <= MAX_NAMED_SHOWS else f"{len(names)} shows"
+
+
+def daily_title(shows: Sequence[str], day: date) -> str:
+    return f"{_named(shows)} — daily digest, {_day(day)}"
+
+
+def catch_up_title(shows: Sequence[str], first: date, last: date) -> str:
+    """A daily channel's catch-up after a pause (``resume --catch-up``), local days."""
+    when = _day(first) if first == last else f"{_day(first)} – {_day(last)}"
+    return f"{_named(shows)} — while paused, {when}"
 
 
 def _fits(message: Message) -> bool:
@@ -57,11 +69,17 @@ def _fits(message: Message) -> bool:
 
 
 def render_daily(
-    episodes: Sequence[Episode], renderer: Renderer, *, shows: Sequence[str], day: date
+    episodes: Sequence[Episode],
+    renderer: Renderer,
+    *,
+    shows: Sequence[str],
+    day: date,
+    title: str | None = None,
 ) -> Message:
-    """``day``'s digest of ``episodes`` (oldest first) for a channel following ``shows``."""
+    """``day``'s digest of ``episodes`` (oldest first) for a channel following ``shows``;
+    ``title`` instead of the day's (a catch-up after a pause)."""
     views = [_view(e) for e in episodes]
-    title = daily_title(shows, day)
+    title = title or daily_title(shows, day)
     multi = len({e.show for e in episodes}) > 1
     message: Message = {"text": title, "blocks": []}
     for count in range(min(len(views), MAX_EPISODES), 0, -1):

@@ -221,6 +221,16 @@ class Ledger:
         )
         return frozenset(self.run(lambda conn: list(conn.execute(query).scalars())))
 
+    def unfinished(self, kind: str, prefix: str) -> list[LedgerRow]:
+        """The ``kind`` rows pending or posting whose key starts with ``prefix`` (the daily
+        job's catch-ups), along the state index."""
+        query = sa.select(deliveries).where(
+            deliveries.c.state.in_((LedgerState.PENDING, LedgerState.POSTING)),
+            deliveries.c.kind == kind,
+            deliveries.c.key.startswith(prefix, autoescape=True),
+        )
+        return self.run(lambda conn: [_row(r) for r in conn.execute(query)])
+
     def rows(self, conn: sa.Connection, idents: Sequence[Ident]) -> dict[Ident, LedgerRow]:
         """The rows for ``idents``, looked up along the unique index (see :meth:`entries`)."""
         with self._errors("reading delivery rows"):
