@@ -69,6 +69,7 @@ STORE_CALLS: dict[str, StoreCall] = {
     "poll_state": lambda s: s.poll_state("PyTorch"),
     "mark_quiet": lambda s: s.mark_quiet("PyTorch", "key"),
     "state_for_update": lambda s: s.state_for_update([EPISODE]),
+    "item_hashes": lambda s: s.item_hashes("PyTorch"),
     "apply_intents": lambda s: s.apply_intents(
         UpsertIntents(inserts=(EpisodeWrite(EPISODE, EPISODE.content_hash()),)), NOW
     ),
