@@ -18,6 +18,7 @@ import httpx
 
 from bot import messages as msg
 from config.settings import Settings
+from digests.fetch import tls_context
 from digests.github.client import USER_AGENT, GitHubClient
 from digests.github.enrich import EnrichReport, enrich
 from digests.models import Episode, PullRequestRef
@@ -37,7 +38,9 @@ ENRICHED_PER_SHOW = 25
 def make_github_http() -> httpx.AsyncClient:
     """GitHub is one fixed, trusted host (``GITHUB_API_URL``): no feed guards, but a timeout."""
     return httpx.AsyncClient(
-        timeout=httpx.Timeout(GITHUB_TIMEOUT), headers={"User-Agent": USER_AGENT}
+        timeout=httpx.Timeout(GITHUB_TIMEOUT),
+        headers={"User-Agent": USER_AGENT},
+        verify=tls_context(trust_env=True),
     )
 
 
@@ -131,8 +134,8 @@ def start_enrichment(
     async def run() -> EnrichReport:
         if client is not None:
             return await enrich_shows(settings, store, client, shows, now)
-        # Building a client loads the CA bundle (tens of ms of CPU): off the loop, so the
-        # digests being posted meanwhile do not wait for it.
+        # The first client of the process loads the CA bundle (tens of ms of CPU): off the
+        # loop, so the digests being posted meanwhile do not wait for it.
         async with await asyncio.to_thread(make_github_http) as http:
             return await enrich_shows(settings, store, github_client(settings, http), shows, now)
 
