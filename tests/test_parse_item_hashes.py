@@ -242,3 +242,24 @@ async def test_episodes_stored_without_hashes_get_them_on_the_next_read(
     assert len(store.item_hashes(SHOW)) == 3
     third = await poll_show(settings, store, http, settings.shows[0], SAMPLE_NOW)
     assert third.unchanged and third.episodes == () and items.count == 6
+
+
+def atom(*summaries: str) -> bytes:
+    entries = "".join(
+        f"<entry><id>urn:e{n}</id><title>PyTorch: Entry {n}</title>"
+        f"<updated>2026-10-0{n}T13:00:00Z</updated><summary>{text}</summary></entry>"
+        for n, text in enumerate(summaries, start=1)
+    )
+    return (
+        '<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">'
+        f"<title>PyTorch</title><id>urn:feed</id>{entries}</feed>"
+    ).encode()
+
+
+def test_atom_entries_are_hashed_and_skipped_the_same_way() -> None:
+    data = atom("PR 1 lands.", "PR 2 lands.")
+    known = known_of(build_episodes(read(data), SHOW, REPO))
+    assert len(known) == 2
+    assert read(data, known).entries == ()
+    (entry,) = read(atom("PR 1 lands.", "PR 3 lands instead."), known).entries
+    assert entry.guid == "urn:e2"
