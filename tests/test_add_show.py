@@ -448,6 +448,19 @@ def test_cancel_adds_nothing(app: RunningApp, public_feed_server: FeedServer) ->
     assert app.store.added_shows() == []
 
 
+def test_add_clicked_twice_names_the_show_the_feed_already_is(
+    app: RunningApp, public_feed_server: FeedServer
+) -> None:
+    url = public_feed_server.route("/jax.xml", jax_feed())
+    preview = follow_up(app, f"add-show {url} google/jax")
+    value = button_value(preview, ADD_ACTION)
+    assert "Added *JAX Daily*" in click(app, ADD_ACTION, value)["text"]
+    # The same preview's button again (a double click, a second admin): the show, by name.
+    again = click(app, ADD_ACTION, value)
+    assert again["text"] == "That feed is already a show: *JAX Daily*."
+    assert [s.name for s in app.store.added_shows(TEAM)] == ["JAX Daily"]
+
+
 def test_a_title_taken_by_another_show_gets_another_name(
     app: RunningApp, public_feed_server: FeedServer
 ) -> None:

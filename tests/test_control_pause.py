@@ -163,6 +163,13 @@ SHOWS = ["PyTorch", "Deep Learning Daily"]
         ("until tomorrow", Pause(until=date(2026, 10, 2))),
         ("pytorch until 2026-12-24", Pause("PyTorch", until=date(2026, 12, 24))),
         ("till 24 Dec 2026", Pause(until=date(2026, 12, 24))),
+        # No year: the coming such day, not the latest past one (as `nearby` reads it).
+        ("until 24 Dec", Pause(until=date(2026, 12, 24))),
+        ("until Dec 24th", Pause(until=date(2026, 12, 24))),
+        ("until 24/12", Pause(until=date(2026, 12, 24))),
+        ("until Thu 24 Dec", Pause(until=date(2026, 12, 24))),
+        ("until 2 Oct", Pause(until=date(2026, 10, 2))),
+        ("until 30 Sep", Pause(until=date(2027, 9, 30))),  # this year's is past
     ],
 )
 def test_pause_arguments(words: str, expected: Pause) -> None:
@@ -179,6 +186,20 @@ def test_pause_arguments(words: str, expected: Pause) -> None:
 )
 def test_resume_arguments(words: str, expected: Resume) -> None:
     assert parse_resume(words.split(), SHOWS) == expected
+
+
+def test_a_day_without_its_year_that_is_today_is_not_in_the_future() -> None:
+    with pytest.raises(CommandError) as info:
+        parse_pause(["until", "1", "Oct"], SHOWS, THURSDAY)
+    assert info.value.reason == "1 Oct 2026 is not in the future; write a later day, with its year."
+
+
+async def test_pause_until_a_day_without_its_year_pauses_until_the_coming_one(rig: Rig) -> None:
+    rig.slash("subscribe PyTorch")
+    lines = rig.slash("pause until 24 Dec")
+    assert lines[0].startswith("Paused *PyTorch* here until Thu 24 Dec 2026 00:00 UTC")
+    (sub,) = rig.store.subscriptions()
+    assert sub.held_at is not None
 
 
 def test_a_pause_past_the_limit_is_refused() -> None:

@@ -36,7 +36,7 @@ from bot.commands.names import QUOTES, fold, match_show
 from bot.commands.replies import context, error_reply, message, section
 from bot.commands.shows_parse import AddShow, RemoveShow, ShowCommand
 from bot.ingest import extract_episodes, parse_feed
-from config.settings import DEFAULT_REPO
+from config.settings import DEFAULT_REPO, ShowConfig
 from digests import added_feeds
 from digests.errors import FeedParseError, FetchError
 from digests.fetch import FetchResult, fetch, make_http_client
@@ -150,13 +150,20 @@ def preview_message(url: str, repo: str, name: str, episodes: Sequence[Episode])
     )
 
 
+def _show_with_feed(deps: Deps, url: str, shows: Sequence[ShowConfig] | None = None) -> str | None:
+    """The name of the show (config file's or added) whose feed ``url`` is, if any."""
+    wanted = feed_key(url)
+    shows = all_shows(deps.settings, deps.store) if shows is None else shows
+    same = next((s for s in shows if feed_key(deps.settings.feed_location(s)) == wanted), None)
+    return None if same is None else same.name
+
+
 def _checks(deps: Deps, url: str, team: str) -> tuple[Message | None, list[str]]:
     """A refusal (the feed is a show already, the workspace's limit), and the names taken."""
     shows = all_shows(deps.settings, deps.store)
-    wanted = feed_key(url)
-    same = next((s for s in shows if feed_key(deps.settings.feed_location(s)) == wanted), None)
+    same = _show_with_feed(deps, url, shows)
     if same is not None:
-        text = msg.ADD_SHOW_DUPLICATE.format(show=escape.mrkdwn(same.name))
+        text = msg.ADD_SHOW_DUPLICATE.format(show=escape.mrkdwn(same))
         return _refused(text, "add-show"), []
     limit = deps.settings.max_added_shows
     if len(deps.store.added_shows(team)) >= limit:
@@ -224,7 +231,9 @@ def confirm(deps: Deps, invocation: Invocation, value: str) -> Message:
     if outcome == "limit":
         text = msg.ADD_SHOW_LIMIT.format(limit=deps.settings.max_added_shows)
     elif outcome == "duplicate_feed":
-        text = msg.ADD_SHOW_DUPLICATE.format(show=escape.mrkdwn(url))
+        # Named like the preview's refusal: the show the feed is (the URL when none is
+        # found, e.g. removed meanwhile).
+        text = msg.ADD_SHOW_DUPLICATE.format(show=escape.mrkdwn(_show_with_feed(deps, url) or url))
     elif outcome == "duplicate_name":
         text = msg.ADD_SHOW_NAME_TAKEN.format(show=shown)
     else:

@@ -141,13 +141,14 @@ def parse_duration(value: str) -> timedelta:
 
 def parse_until(value: str, today: date | None) -> date:
     """The day a pause ends at the start of: ``tomorrow``, a weekday (the next one), or a
-    date; after ``today`` and at most ``MAX_PAUSE_DAYS`` away."""
+    date (without a year, the coming one); after ``today`` and at most ``MAX_PAUSE_DAYS`` away."""
     lowered = " ".join(value.casefold().split())
     if today is not None and lowered == "tomorrow":
         return today + timedelta(days=1)
     if today is not None and lowered in _WEEKDAYS:
         return today + timedelta(days=(_WEEKDAYS[lowered] - today.weekday() - 1) % 7 + 1)
-    day = parse_date(value, "pause", today)
+    # A day without its year is the coming one: a pause ends in the future.
+    day = parse_date(value, "pause", today, ahead=True)
     if today is not None and day <= today:
         raise CommandError(msg.PAUSE_UNTIL_PAST.format(day=show_day(day)), "pause")
     if today is not None and (day - today).days > MAX_PAUSE_DAYS:

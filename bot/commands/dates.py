@@ -61,26 +61,36 @@ def _need_today(today: date | None, value: str, subcommand: str) -> date:
     return today
 
 
-def _latest(value: str, subcommand: str, month: int, day: int, today: date | None) -> date:
+def _latest(
+    value: str, subcommand: str, month: int, day: int, today: date | None, ahead: bool = False
+) -> date:
     """The latest ``day`` of ``month`` that is not after today: "Oct 5" in November is this
-    year's, in September last year's."""
+    year's, in September last year's. ``ahead``: the first that is not before today instead
+    ("until Dec 24" of a pause means the coming one)."""
     try:
         date(2000, month, day)  # a leap year: does the day exist at all?
     except ValueError as exc:
         raise CommandError(msg.NO_SUCH_DATE.format(value=_quote(value)), subcommand) from exc
     base = _need_today(today, value, subcommand)
-    for year in range(base.year, base.year - _LEAP_SEARCH - 1, -1):
+    step = 1 if ahead else -1
+    for year in range(base.year, base.year + step * (_LEAP_SEARCH + 1), step):
         try:
             found = date(year, month, day)
         except ValueError:
             continue  # 29 Feb outside a leap year
-        if found <= base:
+        if (found >= base) if ahead else (found <= base):
             return found
     raise CommandError(msg.NO_SUCH_DATE.format(value=_quote(value)), subcommand)
 
 
 def _day_or_month_first(
-    value: str, subcommand: str, a: int, b: int, year: int | None, today: date | None
+    value: str,
+    subcommand: str,
+    a: int,
+    b: int,
+    year: int | None,
+    today: date | None,
+    ahead: bool = False,
 ) -> date:
     """``a/b[/year]`` when only one reading is a date (or both readings are the same day)."""
     if 0 in (a, b) or (a > 12 and b > 12):
@@ -96,11 +106,13 @@ def _day_or_month_first(
             subcommand,
         )
     if year is None:
-        return _latest(value, subcommand, month, day, today)
+        return _latest(value, subcommand, month, day, today, ahead)
     return _calendar_day(value, subcommand, year, month, day)
 
 
-def _month_words(value: str, subcommand: str, today: date | None) -> date | None:
+def _month_words(
+    value: str, subcommand: str, today: date | None, ahead: bool = False
+) -> date | None:
     """``5 Oct 2026``, ``Oct 5, 2026``, ``October 5th``, ``Mon 5 Oct 2026`` (how replies show
     a day), ``5-Oct-2026``; None when the words are not a date of that shape."""
     tokens = [t.rstrip(".") for t in value.casefold().replace(",", " ").split()]
@@ -126,7 +138,7 @@ def _month_words(value: str, subcommand: str, today: date | None) -> date | None
             return None
         found = _calendar_day(value, subcommand, int(tokens[2]), month, day)
     else:
-        found = _latest(value, subcommand, month, day, today)
+        found = _latest(value, subcommand, month, day, today, ahead)
     if weekday is not None and found.weekday() != weekday:
         raise CommandError(
             msg.WRONG_WEEKDAY.format(
@@ -139,13 +151,17 @@ def _month_words(value: str, subcommand: str, today: date | None) -> date | None
     return found
 
 
-def parse_day(value: str, subcommand: str, today: date | None = None) -> date | None:
+def parse_day(
+    value: str, subcommand: str, today: date | None = None, *, ahead: bool = False
+) -> date | None:
     """A day written the ways people write one, or None when ``value`` does not look like a
     date at all (so it can be read as something else).
 
     ``today`` anchors the relative forms (``today``, ``yesterday``, a date without a year),
-    which without it are refused. Raises ``CommandError`` for a date-shaped value that is
-    not a day (30 Feb), out of range, or ambiguous (``05/10/2026``: 5 Oct or 10 May?).
+    which without it are refused; a date without a year is the latest such day not after
+    ``today``, or with ``ahead`` the first not before it. Raises ``CommandError`` for a
+    date-shaped value that is not a day (30 Feb), out of range, or ambiguous
+    (``05/10/2026``: 5 Oct or 10 May?).
     """
     value = " ".join(value.split())
     lowered = value.casefold()
@@ -160,15 +176,17 @@ def parse_day(value: str, subcommand: str, today: date | None = None) -> date | 
         return _day_or_month_first(value, subcommand, a, b, year, today)
     if match := _SHORT_NUMERIC_RE.match(value):
         a, b = (int(part) for part in match.groups())
-        return _day_or_month_first(value, subcommand, a, b, None, today)
+        return _day_or_month_first(value, subcommand, a, b, None, today, ahead)
     if _DATELIKE_RE.match(value):
         raise CommandError(msg.NOT_A_DATE.format(value=_quote(value)), subcommand)
-    return _month_words(value, subcommand, today)
+    return _month_words(value, subcommand, today, ahead)
 
 
-def parse_date(value: str, subcommand: str, today: date | None = None) -> date:
+def parse_date(
+    value: str, subcommand: str, today: date | None = None, *, ahead: bool = False
+) -> date:
     """Like ``parse_day``, but anything that is not a day is an error."""
-    found = parse_day(value, subcommand, today)
+    found = parse_day(value, subcommand, today, ahead=ahead)
     if found is None:
         raise CommandError(msg.NOT_A_DATE.format(value=_quote(value)), subcommand)
     return found
