@@ -4,7 +4,8 @@
 the episode (None: the archive does not have it) and the show's fetch state, and names the
 one reason that applies, in the order the pipeline applies them: a ledger row is the
 record of what happened (posted; updated too when the digest was edited because the
-episode changed); without one, a user pause, the subscription's age, the filter (which
+episode changed), and so is a daily channel's catch-up message listing it; without one, a
+user pause, the subscription's age, the filter (which
 term), the channel's daily digest listing it (or leaving it out as archive: dated more
 than a day before the day it covers), a Slack-side pause, or the episode being passed over
 (older than what the channel already had, or beyond the catch-up cap of one poll).
@@ -25,6 +26,7 @@ from digests.types import FetchState, LedgerState, Subscription
 class Reason(StrEnum):
     POSTED = "posted"
     UPDATED = "updated"  # posted, then edited in place because the episode changed
+    CAUGHT_UP = "caught_up"  # daily mode: in the message `resume --catch-up` posted
     ON_ITS_WAY = "on_its_way"  # planned or being posted right now
     FAILED = "failed"  # Slack refused it: retried only if the episode changes
     CHANNEL_PAUSED = "channel_paused"  # Slack-side: archived, removed, not found
@@ -106,7 +108,10 @@ def explain(
     *,
     first_seen: datetime | None = None,
     tz: tzinfo = UTC,
+    caught_up: Delivered | None = None,
 ) -> Why:
+    """``caught_up``: the ledger row of the daily channel's catch-up message that lists the
+    episode (it arrived in the pause that ``resume --catch-up`` ended), if there is one."""
     if episode is None:
         if feed.last_polled_at is None:
             return Why(Reason.NOT_YET_POLLED, when=feed.next_poll_at)
@@ -117,6 +122,10 @@ def explain(
         return Why(Reason.NOT_SUBSCRIBED)
     if row is not None:
         return _from_ledger(row, sub)
+    if caught_up is not None and caught_up.state == LedgerState.POSTED:
+        return Why(Reason.CAUGHT_UP, when=caught_up.updated_at, ts=caught_up.ts)
+    if caught_up is not None:
+        return _from_ledger(caught_up, sub)
     if sub.holds(first_seen or episode.published_at):
         return Why(Reason.HELD, when=sub.held_until)
     # The filter first: "which term" is the more useful answer for an old episode too.

@@ -325,6 +325,27 @@ def test_explain(
     assert explain(episode, sub, row, feed, first_seen=seen).reason is reason
 
 
+def test_explain_a_daily_catch_up_that_lists_the_episode() -> None:
+    """It arrived in a pause (held), but the catch-up message of a daily channel lists it."""
+    sub = Subscription(
+        "T",
+        "C",
+        "PyTorch",
+        created_at=SUB.created_at,
+        daily_at="17:00",
+        held_at=NOW - timedelta(hours=3),
+        held_until=NOW,
+    )
+    seen = NOW - timedelta(hours=1)
+    assert explain(EPISODE, sub, None, POLLED, first_seen=seen).reason is Reason.HELD
+    posted = Delivered(LedgerState.POSTED, ts="1.2", updated_at=NOW)
+    answer = explain(EPISODE, sub, None, POLLED, first_seen=seen, caught_up=posted)
+    assert (answer.reason, answer.ts) == (Reason.CAUGHT_UP, "1.2")
+    pending = Delivered(LedgerState.PENDING)
+    answer = explain(EPISODE, sub, None, POLLED, first_seen=seen, caught_up=pending)
+    assert answer.reason is Reason.ON_ITS_WAY
+
+
 def test_explain_says_which_term() -> None:
     sub = Subscription("T", "C", "PyTorch", keywords=("+cuda", "inductor"))
     answer = explain(EPISODE, sub, None, POLLED)

@@ -101,6 +101,35 @@ async def test_catch_up_in_a_daily_channel_is_one_message_and_no_row_is_left(rig
     assert unfinished(rig.store) == []
 
 
+async def test_why_names_the_catch_up_message_of_a_daily_channel(rig: Rig) -> None:
+    """An episode `resume --catch-up` posted in the daily channel's catch-up message is
+    posted, not "arrived while paused" (its own row is the catch-up's, kind daily)."""
+    rig.slash("subscribe PyTorch daily 17:00")
+    backdate(rig.store, utc(1, 12))
+    await rig.poll(utc(1, 14))
+    rig.clock.now = utc(1, 18)
+    rig.slash("pause")
+    rig.serve(1, 2)
+    await rig.poll(utc(2, 14))
+    rig.clock.now = utc(2, 15)
+    held = rig.slash("why daily briefing 2")[0].split("\n")[-1]
+    assert held.startswith("Not posted: it arrived while *PyTorch* was paused here")
+
+    rig.slash("resume --catch-up")
+    rig.clock.now = utc(2, 15, 1)
+    assert rig.slash("why daily briefing 2")[0].split("\n")[-1] == (
+        "Planned for this channel and being posted; it should appear within minutes."
+    )
+    await daily(rig, utc(2, 15, 2))
+    caught = rig.fake.messages(CHANNEL)[-1]
+    assert headlines(caught) == [2]
+    link = f"https://fake.slack.test/archives/{CHANNEL}/p{caught['ts'].replace('.', '')}"
+    assert rig.slash("why daily briefing 2")[0].split("\n")[-1] == (
+        "Posted here after the pause, in one message with the rest of what came "
+        f"meanwhile. <{link}|See it in the channel.>"
+    )
+
+
 async def test_catch_up_per_episode_keeps_its_reply_and_rows(rig: Rig) -> None:
     """The per-episode path is as before: a row an episode, posted by the next poll."""
     rig.slash("subscribe PyTorch")

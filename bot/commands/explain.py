@@ -26,7 +26,8 @@ from bot.commands.model import (
 from bot.commands.replies import context, error_reply, message, section
 from bot.commands.subscriptions import pause_reason
 from config.settings import Settings
-from digests.decide import episode_key
+from digests.daily import catch_up_key
+from digests.decide import CATCH_UP, MISSED_SCAN, episode_key, matches
 from digests.filters import Verdict
 from digests.models import Episode
 from digests.render import escape
@@ -93,6 +94,32 @@ def _delivered(deps: Deps, invocation: Invocation, episode: Episode) -> Delivere
     return Delivered(row.state, row.ts, row.error, row.updated_at, row.edited_at)
 
 
+def _caught_up(
+    deps: Deps,
+    invocation: Invocation,
+    sub: Subscription | None,
+    episode: Episode,
+    seen: datetime | None,
+) -> Delivered | None:
+    """Daily mode: the row of the catch-up message that ``resume --catch-up`` wrote for the
+    pause just ended (``bot.commands.control.catch_up``), when it lists ``episode``: one of
+    the newest ``CATCH_UP`` the filter wants of what arrived meanwhile (``bot.daily``)."""
+    if sub is None or not sub.daily_at or sub.held_at is None or sub.held_until is None:
+        return None
+    if seen is None or not sub.held_at <= seen < sub.held_until:
+        return None
+    key = catch_up_key(sub.show, sub.held_at, sub.held_until)
+    ident = (invocation.team_id, invocation.channel_id, "daily", key)
+    ledger = Ledger.for_store(deps.store)
+    row = ledger.run(lambda conn: ledger.rows(conn, [ident])).get(ident)
+    if row is None:
+        return None
+    arrived = deps.store.arrived_between(sub.show, sub.held_at, sub.held_until, MISSED_SCAN)
+    if episode.guid not in [e.guid for e in arrived if matches(e, sub.filter)][:CATCH_UP]:
+        return None
+    return Delivered(row.state, row.ts, row.error, row.updated_at)
+
+
 def _feed_state(deps: Deps, shows: list[str]) -> tuple[str, FetchState]:
     """The show to blame for an episode the archive lacks: one never polled, else one
     failing, else the first followed."""
@@ -127,6 +154,7 @@ def why(command: Explain, deps: Deps, invocation: Invocation) -> Message:
         deps.store.fetch_state(episode.show),
         first_seen=seen,
         tz=deps.settings.tz,
+        caught_up=_caught_up(deps, invocation, sub, episode, seen),
     )
     return _reply(answer, episode, episode.show, sub, deps, invocation)
 
@@ -151,11 +179,13 @@ def _sentence(answer: Why, show: str, sub: Subscription | None, deps: Deps, chan
     name = escape.mrkdwn(show)
     error = escape.mrkdwn(escape.truncate(answer.error or "", 200))
     match answer.reason:
-        case Reason.POSTED | Reason.UPDATED:
+        case Reason.POSTED | Reason.UPDATED | Reason.CAUGHT_UP:
             link = deps.permalink(channel, answer.ts) if deps.permalink and answer.ts else None
             text = msg.WHY_POSTED
             if answer.reason is Reason.UPDATED:
                 text = msg.WHY_UPDATED.format(when=_when(answer.when, deps))
+            if answer.reason is Reason.CAUGHT_UP:
+                text = msg.WHY_CAUGHT_UP
             return text + (" " + msg.WHY_POSTED_LINK.format(link=link) if link else "")
         case Reason.ON_ITS_WAY:
             return msg.WHY_ON_ITS_WAY
