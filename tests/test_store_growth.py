@@ -101,3 +101,93 @@ def test_the_title_trigram_index_follows_updates_and_deletes(store: Store) -> No
                 "SELECT rowid FROM episodes_fts_titles WHERE episodes_fts_titles MATCH 'fusion'"
             ).all()
         assert len(rows) == 1
+
+
+def test_a_search_within_shows_finds_only_their_matches(store: Store) -> None:
+    # "gather" in most of the archive but in none of Lightning's episodes: the scope is
+    # part of the index's query, not a filter that the archive's matches are read for.
+    _fill(store)
+    store.upsert_episodes([_episode("Lightning", d, transcript="fused") for d in range(5)], START)
+    assert store.search("gather", shows=["Lightning"]) == []
+    assert {e.show for e in store.search("gather", shows=["Lightning", "Triton"])} == {"Triton"}
+    assert len(store.search("gather", limit=50, shows=["PyTorch", "Triton"])) == 20
+    assert [e.guid for e in store.search("fused", limit=2, shows=["Lightning"])] == [
+        "Lightning-4",
+        "Lightning-3",
+    ]
+    assert store.search("gather", shows=["Nobody"]) == []
+
+
+def test_a_show_s_id_is_not_a_word_of_its_episodes(store: Store) -> None:
+    for show in ("PyTorch", "Triton"):  # no digits in the text: only a show's id could match
+        store.upsert_episodes(
+            [_episode(show, d, headline="News", transcript="gather") for d in range(3)], START
+        )
+    with store._db.engine.connect() as conn:
+        ids = [str(i) for i in conn.exec_driver_sql("SELECT id FROM shows").scalars()]
+    for show_id in ids:
+        assert store.search(show_id) == []
+        assert store.search(show_id, shows=["PyTorch"]) == []
+
+
+def test_a_scoped_search_reads_the_newest_first_then_the_index(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PostgreSQL reads a show's newest SCOPE_WINDOW episodes first and asks the index only
+    # when they hold fewer than RANKED_CANDIDATES matches; either way the same candidates.
+    monkeypatch.setattr(search, "RANKED_CANDIDATES", 3)
+    monkeypatch.setattr(search, "SCOPE_WINDOW", 6)
+    words = {0: "gather", 1: "gather", 8: "gather"}
+    store.upsert_episodes(
+        [_episode("PyTorch", d, transcript=words.get(d, "scatter")) for d in range(12)], START
+    )
+    store.upsert_episodes([_episode("Triton", d, transcript="gather") for d in range(12)], START)
+    found = lambda word: {e.guid for e in store.search(word, shows=["PyTorch"])}  # noqa: E731
+    assert found("scatter") == {"PyTorch-11", "PyTorch-10", "PyTorch-9"}  # the window's
+    assert found("gather") == {"PyTorch-8", "PyTorch-1", "PyTorch-0"}  # one in the window
+    assert found("fused") == set()
+
+
+def test_postgresql_has_the_scoped_search_indexes(store: Store) -> None:
+    if store._db.dialect != "postgresql":
+        pytest.skip("PostgreSQL's indexes")
+    names = {ix["name"] for ix in sa.inspect(store._db.engine).get_indexes("episodes")}
+    assert "ix_episodes_show_id_id" in names
+
+
+def test_postgresql_plans_each_search_for_its_own_words(store: Store) -> None:
+    # Bound words let a prepared statement's generic plan (after five runs) guess a rare
+    # word for every search; in the statement's text, each search is planned for its own.
+    if store._db.dialect != "postgresql":
+        pytest.skip("PostgreSQL's plans")
+    _fill(store)
+    sent: list[tuple[str, object]] = []
+
+    def record(_conn: object, _cursor: object, statement: str, params: object, *_: object) -> None:
+        sent.append((statement, params))
+
+    sa.event.listen(store._db.engine, "before_cursor_execute", record)
+    try:
+        for _ in range(7):
+            assert store.search("gather o'brien", any_words=False) == []
+            assert len(store.search("gather", limit=50)) == 20
+    finally:
+        sa.event.remove(store._db.engine, "before_cursor_execute", record)
+    searches = [(s, p) for s, p in sent if "websearch_to_tsquery" in s]
+    assert searches
+    assert all('"gather"' in s and '"gather"' not in repr(p) for s, p in searches)
+
+
+def test_the_search_index_follows_updates_and_deletes(store: Store) -> None:
+    store.upsert_episodes([_episode("PyTorch", d, transcript="gather") for d in range(3)], START)
+    store.upsert_episodes([_episode("PyTorch", 1, transcript="scatter")], START)
+    with store._db.engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM episodes WHERE guid = 'PyTorch-2'")
+    assert [e.guid for e in store.search("gather", shows=["PyTorch"])] == ["PyTorch-0"]
+    assert [e.guid for e in store.search("scatter", shows=["PyTorch"])] == ["PyTorch-1"]
+    if store._db.dialect == "sqlite":
+        with store._db.engine.begin() as conn:
+            # FTS5 compares its index with its content (the view): raises when they differ.
+            conn.exec_driver_sql(
+                "INSERT INTO episodes_fts(episodes_fts) VALUES ('integrity-check')"
+            )

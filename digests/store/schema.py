@@ -31,6 +31,10 @@ metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
 # GIN index. Both are created by migration 0001 and kept out of ``metadata`` because each
 # exists on one backend only; they are named here for the queries.
 SQLITE_FTS_TABLE = "episodes_fts"
+# Its text columns; its last, ``show_key`` (migration 0021: ``showid<id>``, one token per
+# show, from the view ``episodes_search``), scopes a search to shows.
+SQLITE_FTS_TEXT_COLUMNS = ("headline", "summary", "transcript")
+SQLITE_SHOW_KEY = "showid"
 # SQLite only: a trigram FTS5 index of headline and title (migration 0012), for title words.
 SQLITE_TITLE_TRIGRAMS = "episodes_fts_titles"
 PG_SEARCH_COLUMN = "search_document"
@@ -39,11 +43,13 @@ _FULL_TEXT_NAMES = (SQLITE_FTS_TABLE, PG_SEARCH_COLUMN, "ix_episodes_search_docu
 # ``lower(title)``, created by migration 0008; kept out of ``metadata`` too, because
 # autogenerate cannot compare expression indexes on SQLite.
 TITLE_INDEXES = ("ix_episodes_lower_headline", "ix_episodes_lower_title")
+# PostgreSQL only (migration 0021): a search within shows reads these (``digests.store.search``).
+PG_SCOPE_INDEXES = ("ix_episodes_show_id_id", "ix_episodes_show_id_search_document")
 
 
 def include_object(obj: object, name: str | None, type_: str, *_: object) -> bool:
     """Alembic autogenerate filter: the full-text objects are not in ``metadata`` on purpose."""
-    return not (name or "").startswith((*_FULL_TEXT_NAMES, *TITLE_INDEXES))
+    return not (name or "").startswith((*_FULL_TEXT_NAMES, *TITLE_INDEXES, *PG_SCOPE_INDEXES))
 
 
 class UTCDateTime(TypeDecorator[datetime]):

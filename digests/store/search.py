@@ -13,7 +13,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 
 from digests.models import Episode
-from digests.store.database import Database
+from digests.store.database import Database, clean
 from digests.store.episodes import (
     EPISODE_COLUMNS,
     EPISODES_JOIN,
@@ -22,7 +22,14 @@ from digests.store.episodes import (
     in_shows,
 )
 from digests.store.queries import MAX_SEARCH_LIMIT, MAX_SEARCH_TOKENS
-from digests.store.schema import PG_SEARCH_COLUMN, SQLITE_FTS_TABLE, episodes
+from digests.store.schema import (
+    PG_SEARCH_COLUMN,
+    SQLITE_FTS_TABLE,
+    SQLITE_FTS_TEXT_COLUMNS,
+    SQLITE_SHOW_KEY,
+    episodes,
+    shows,
+)
 
 Mode = Literal["all", "any"]
 _WORD = re.compile(r"\w+")
@@ -52,46 +59,120 @@ def websearch_query(tokens: Sequence[str], mode: Mode = "all") -> str:
 RANKED_CANDIDATES = 200
 
 
+# A search within some shows on PostgreSQL reads their newest this many episodes first;
+# the words in at least RANKED_CANDIDATES of them (a common word) end the search there.
+SCOPE_WINDOW = 2 * RANKED_CANDIDATES
+
+Strategy = Literal["archive", "window", "index"]
+
+
+def _pg_candidates(
+    document: sa.ColumnElement[Any],
+    tsquery: sa.ColumnElement[Any],
+    names: Sequence[str] | None,
+    strategy: Strategy,
+) -> sa.Subquery:
+    """The ids of the newest matches (at most RANKED_CANDIDATES), read one of three ways.
+
+    ``archive`` (no scope): by primary key, which the planner walks backwards for a common
+    word (stopping at the bound) and answers from the GIN index for a rare one. Within
+    shows it estimates the scope and the words as independent, so a word common in the
+    archive but absent from the show had it walk the whole archive (0.5 s at 100k), hence:
+    ``window``: the matches among the scope's newest SCOPE_WINDOW episodes (its
+    ``(show_id, id)`` index backwards, stopping at the bound); ``index``: the scope's
+    matches from the ``(show_id, search_document)`` GIN index, intersected in the index,
+    materialized so the planner cannot trade it for a walk again, then the newest.
+    """
+    match = document.op("@@")(tsquery)
+    if strategy == "archive":
+        return (
+            in_shows(sa.select(episodes.c.id).where(match), names)
+            .order_by(episodes.c.id.desc())
+            .limit(RANKED_CANDIDATES)
+            .subquery("candidates")
+        )
+    if strategy == "window":
+        newest = (
+            in_shows(sa.select(episodes.c.id, document.label("document")), names)
+            .order_by(episodes.c.id.desc())
+            .limit(SCOPE_WINDOW)
+            .subquery("newest")
+        )
+        ids = sa.select(newest.c.id).where(newest.c.document.op("@@")(tsquery))
+        return ids.order_by(newest.c.id.desc()).limit(RANKED_CANDIDATES).subquery("candidates")
+    matches = in_shows(sa.select(episodes.c.id).where(match), names).cte("matches")
+    matches = matches.prefix_with("MATERIALIZED")
+    ids = sa.select(matches.c.id).order_by(matches.c.id.desc()).limit(RANKED_CANDIDATES)
+    return ids.subquery("candidates")
+
+
 def _postgres_statement(
-    tokens: Sequence[str], mode: Mode, limit: int, names: Sequence[str] | None
+    tokens: Sequence[str],
+    mode: Mode,
+    limit: int,
+    names: Sequence[str] | None,
+    strategy: Strategy = "archive",
 ) -> sa.Select[Any]:
-    tsquery = sa.func.websearch_to_tsquery(
-        sa.literal_column("'english'"), sa.literal(websearch_query(tokens, mode))
+    """The best ``limit`` of the candidates, each row with ``found``: how many candidates
+    there were (a window short of RANKED_CANDIDATES is not the whole answer)."""
+    # The words rendered into the statement's text, not bound: psycopg prepares a statement
+    # run five times, and PostgreSQL's generic plan for it (any words) then guessed a rare
+    # word for every search: a bitmap of all 100k matches sorted (600 ms) instead of the
+    # key walked for the newest 200. The words are only ever ``\w+`` tokens, quoted.
+    words = sa.bindparam(
+        "words", websearch_query(tokens, mode), type_=sa.Text, literal_execute=True
     )
+    tsquery = sa.func.websearch_to_tsquery(sa.literal_column("'english'"), words)
     document: sa.ColumnElement[Any] = sa.literal_column(f"episodes.{PG_SEARCH_COLUMN}")
-    # Newest matches by primary key: with statistics the planner walks the key backwards
-    # for a common word (stopping at the bound) and uses the GIN index for a rare one.
+    candidates = _pg_candidates(document, tsquery, names, strategy)
     # The rank is computed out here, for the candidates only: inside, a sort could have it
-    # computed for every match first.
-    candidates = (
-        in_shows(sa.select(episodes.c.id).where(document.op("@@")(tsquery)), names)
-        .order_by(episodes.c.id.desc())
-        .limit(RANKED_CANDIDATES)
-        .subquery("candidates")
-    )
+    # computed for every match first. The count is over every candidate (before the limit).
     return (
-        sa.select(*EPISODE_COLUMNS)
+        sa.select(*EPISODE_COLUMNS, sa.func.count().over().label("found"))
         .select_from(EPISODES_JOIN.join(candidates, candidates.c.id == episodes.c.id))
         .order_by(sa.func.ts_rank(document, tsquery).desc(), *NEWEST)
         .limit(limit)
     )
 
 
+def _postgres_rows(
+    conn: sa.Connection, tokens: Sequence[str], mode: Mode, limit: int, names: Sequence[str] | None
+) -> Sequence[Any]:
+    """A scoped search's window first; the index when the window holds fewer matches."""
+    if names is None:
+        return conn.execute(_postgres_statement(tokens, mode, limit, None)).all()
+    rows = conn.execute(_postgres_statement(tokens, mode, limit, names, "window")).all()
+    if rows and rows[0].found >= RANKED_CANDIDATES:
+        return rows
+    return conn.execute(_postgres_statement(tokens, mode, limit, names, "index")).all()
+
+
+def sqlite_match(tokens: Sequence[str], mode: Mode, show_ids: Sequence[int] | None) -> str:
+    """The FTS5 MATCH string: the words in the text columns only (``show_key`` is a column
+    of the index too), within ``show_ids`` when given (each show's key is one token)."""
+    words = f"{{{' '.join(SQLITE_FTS_TEXT_COLUMNS)}}} : ({fts5_match(tokens, mode)})"
+    if show_ids is None:
+        return words
+    scope = " OR ".join(f'"{SQLITE_SHOW_KEY}{int(i)}"' for i in show_ids)
+    return f"show_key : ({scope}) AND {words}"
+
+
 def _sqlite_statement(
-    tokens: Sequence[str], mode: Mode, limit: int, names: Sequence[str] | None
+    tokens: Sequence[str], mode: Mode, limit: int, show_ids: Sequence[int] | None
 ) -> sa.Select[Any]:
     fts = sa.table(SQLITE_FTS_TABLE, sa.column("rowid"))
     fts_name: sa.ColumnElement[Any] = sa.literal_column(SQLITE_FTS_TABLE)
-    # bm25 weights per column (headline, summary, transcript); lower scores are better.
-    rank = sa.func.bm25(
-        fts_name, sa.literal_column("10.0"), sa.literal_column("4.0"), sa.literal_column("1.0")
-    )
-    match = fts_name.op("MATCH")(fts5_match(tokens, mode))
+    # bm25 weights per column (headline, summary, transcript, show_key); lower is better.
+    weights: list[sa.ColumnElement[Any]] = [
+        sa.literal_column(w) for w in ("10.0", "4.0", "1.0", "0.0")
+    ]
+    rank = sa.func.bm25(fts_name, *weights)
+    match = fts_name.op("MATCH")(sqlite_match(tokens, mode, show_ids))
     # FTS5 reads a term's matches in rowid order either way, so ``rowid DESC LIMIT n`` stops
-    # after n; bm25 is only computed for those.
+    # after n; bm25 is only computed for those. The shows are part of the MATCH: the index
+    # intersects their posting lists with the words' (a show's episodes probed one by one,
+    # or every match in the archive checked for its show, grew with the archive).
     inner = sa.select(fts.c.rowid.label("id"), rank.label("score")).select_from(fts).where(match)
-    if names is not None:
-        inner = inner.where(fts.c.rowid.in_(in_shows(sa.select(episodes.c.id), names)))
     candidates = inner.order_by(fts.c.rowid.desc()).limit(RANKED_CANDIDATES).subquery("candidates")
     return (
         sa.select(*EPISODE_COLUMNS)
@@ -99,6 +180,13 @@ def _sqlite_statement(
         .order_by(candidates.c.score, *NEWEST)
         .limit(limit)
     )
+
+
+def _show_ids(conn: sa.Connection, names: Sequence[str] | None) -> list[int] | None:
+    if names is None:
+        return None
+    wanted = list(dict.fromkeys(clean(n) for n in names))
+    return list(conn.execute(sa.select(shows.c.id).where(shows.c.name.in_(wanted))).scalars())
 
 
 class SearchMixin:
@@ -125,10 +213,16 @@ class SearchMixin:
         if not tokens or limit <= 0:
             return []
         modes: list[Mode] = ["all", "any"] if len(tokens) > 1 and any_words else ["all"]
-        statement = _postgres_statement if self._db.dialect == "postgresql" else _sqlite_statement
+        postgres = self._db.dialect == "postgresql"
         with self._db.transaction("searching episodes", write=False) as conn:
+            show_ids = None if postgres else _show_ids(conn, shows)
+            if show_ids == []:
+                return []  # none of the shows is known: nothing can match
             for mode in modes:
-                rows = conn.execute(statement(tokens, mode, limit, shows)).all()
+                if postgres:
+                    rows = _postgres_rows(conn, tokens, mode, limit, shows)
+                else:
+                    rows = conn.execute(_sqlite_statement(tokens, mode, limit, show_ids)).all()
                 if rows:
                     return hydrate(conn, rows)
         return []

@@ -28,6 +28,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
 
 from bot.commands import Deps, Invocation, answer
 from config.settings import ChannelConfig, Settings, ShowConfig
@@ -163,24 +166,57 @@ class Timing:
     p50: float
     p95: float
     cpu50: float = 0.0  # this process's CPU time, median: what others' load barely moves
+    server50: float = 0.0  # PostgreSQL: its backends' CPU time for the answer, median
 
 
-def timed(fn: Callable[[], object], repeat: int) -> Timing:
+class ServerClock:
+    """CPU time of the PostgreSQL backends serving this store's connections, read from
+    ``/proc/<pid>/schedstat`` (nanoseconds on a CPU; the server runs on this machine).
+    A shared machine's wall time is mostly others' load; this is the server's own work."""
+
+    def __init__(self, store: Store) -> None:
+        self.pids: set[int] = set()
+        engine = store._db.engine
+        if engine.dialect.name != "postgresql" or not Path("/proc/self/schedstat").exists():
+            return
+
+        @sa.event.listens_for(engine, "checkout")
+        def _seen(dbapi_connection: Any, *_: object) -> None:
+            self.pids.add(int(dbapi_connection.info.backend_pid))
+
+    def read(self) -> dict[int, int]:
+        out = {}
+        for pid in self.pids:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                out[pid] = int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+        return out
+
+    @staticmethod
+    def since(before: dict[int, int], after: dict[int, int]) -> float:
+        return sum(after[p] - before[p] for p in after if p in before) / 1e9
+
+
+def timed(fn: Callable[[], object], repeat: int, clock: ServerClock | None = None) -> Timing:
     fn()  # warm caches and connections: steady state is what a team sees
-    samples, cpu = [], []
+    samples, cpu, server = [], [], []
     for _ in range(repeat):
+        before = clock.read() if clock else {}
         start, start_cpu = time.perf_counter(), time.process_time()
         fn()
         samples.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
+        server.append(ServerClock.since(before, clock.read()) if clock else 0.0)
     samples.sort()
     p95 = samples[max(0, int(len(samples) * 0.95) - 1)]
-    return Timing(statistics.median(samples), p95, statistics.median(cpu))
+    return Timing(
+        statistics.median(samples), p95, statistics.median(cpu), statistics.median(server)
+    )
 
 
 def measure(url: str, size: int, repeat: int) -> dict[str, Timing]:
     settings = settings_for(url)
     store = Store.open(url)
+    clock = ServerClock(store) if store._db.dialect == "postgresql" else None
     try:
         newest = seed(store, size)
         now = newest + timedelta(hours=2)
@@ -191,7 +227,7 @@ def measure(url: str, size: int, repeat: int) -> dict[str, Timing]:
             scope = "20 shows" if channel == ALL_CHANNEL else "1 show"
             for name, text in cases(newest, size).items():
                 results[f"{name} [{scope}]"] = timed(
-                    lambda text=text, inv=invocation: answer(text, deps, inv), repeat
+                    lambda text=text, inv=invocation: answer(text, deps, inv), repeat, clock
                 )
         year, week = week_of(newest, settings.tz)
 
@@ -200,7 +236,7 @@ def measure(url: str, size: int, repeat: int) -> dict[str, Timing]:
             episodes = store.between(start, newest + timedelta(days=1))
             return aggregate(episodes, year=year, week=week, tz=settings.tz, shows=SHOWS)
 
-        results["recap build [20 shows]"] = timed(recap, max(5, repeat // 3))
+        results["recap build [20 shows]"] = timed(recap, max(5, repeat // 3), clock)
         return results
     finally:
         store.close()
@@ -223,6 +259,16 @@ def report(label: str, sizes: Sequence[int], table: dict[int, dict[str, Timing]]
     for name in names:
         cells = "".join(f"{table[s][name].cpu50 * 1000:18.2f}" for s in sizes)
         print(f"{name:40}{cells}")
+    if not any(t.server50 for row in table.values() for t in row.values()):
+        return
+    print(f"\n-- {label}: CPU ms of the server's backends per answer, p50; this process + server")
+    for name in names:
+        both = {s: table[s][name].server50 + table[s][name].cpu50 for s in sizes}
+        cells = "".join(
+            f"{table[s][name].server50 * 1000:9.2f}/{both[s] * 1000:8.2f}" for s in sizes
+        )
+        growth = both[sizes[-1]] / max(both[sizes[0]], 1e-9)
+        print(f"{name:40}{cells}   {growth:6.2f}x")
 
 
 def run_engine(
