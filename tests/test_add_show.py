@@ -237,6 +237,18 @@ def test_add_show_is_refused_for_a_non_admin(
     assert app.store.added_shows() == []
 
 
+def test_the_ack_does_not_echo_a_password_in_the_url(app: RunningApp) -> None:
+    """Issue 14 wording: "Reading <url> …" came before the refusal, with the password in it."""
+    ack, responses = slash(app, "add-show https://reader:hunter2pw@feeds.example.com/a.xml")
+    assert ack["text"] == "Reading https://feeds.example.com/a.xml … the preview follows."
+    assert "hunter2pw" not in str(ack) and "reader" not in str(ack)
+    (refused,) = responses
+    assert refused["text"].startswith(
+        "That feed cannot be added: it carries a user name or password."
+    )
+    assert "hunter2pw" not in str(refused)
+
+
 def test_a_non_admin_clicking_add_adds_nothing(
     app: RunningApp, public_feed_server: FeedServer
 ) -> None:

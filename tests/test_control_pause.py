@@ -246,3 +246,24 @@ async def test_pause_and_resume_are_announced_in_the_channel(rig: Rig) -> None:
     (notice,) = wait_for(lambda: rig.fake.responses(url), what="the resume announcement")
     assert notice["response_type"] == "in_channel"
     assert notice["text"].endswith(" resumed posting of every show here.")
+
+
+async def test_a_pause_with_no_show_named_is_announced_with_the_show_its_reply_names(
+    rig: Rig,
+) -> None:
+    """Issue 14 wording: the reply said "Paused *PyTorch*" while the channel was told
+    "paused posting of every show here"; both name the show now."""
+    rig.slash("subscribe PyTorch")
+    rig.clock.now = START + timedelta(hours=1)
+    url = rig.fake.response_url()
+    response = rig.sender.slash("pause", response_url=url)
+    assert response.json()["blocks"][0]["text"]["text"].startswith("Paused *PyTorch* here ")
+    (notice,) = wait_for(lambda: rig.fake.responses(url), what="the pause announcement")
+    assert notice["response_type"] == "in_channel"
+    assert notice["text"].endswith(" paused posting of *PyTorch* here until someone resumes it.")
+    url = rig.fake.response_url()
+    rig.sender.slash("pause for 3d", response_url=url)
+    (notice,) = wait_for(lambda: rig.fake.responses(url), what="the second pause announcement")
+    assert notice["text"].endswith(
+        " paused posting of *PyTorch* here until Sun 4 Oct 2026 15:00 UTC."
+    )

@@ -11,6 +11,7 @@ import pytest
 from bot.commands.control_parse import parse_preview
 from bot.commands.model import CommandError, Preview
 from tests.fixtures.app import RunningApp, assert_no_raw_mentions, assert_valid_message
+from tests.fixtures.control import START, Rig
 
 
 def reply(response: httpx.Response) -> dict[str, Any]:
@@ -171,3 +172,30 @@ def test_preview_needs_a_known_show_when_there_are_several(words: str, reason: s
         parse_preview(words.split(), SHOWS)
     assert info.value.reason == reason
     assert info.value.subcommand == "preview"
+
+
+def test_the_notification_text_keeps_the_title_and_the_summary_apart(
+    slack_app: RunningApp,
+) -> None:
+    """The fallback text is one line: the title ends with a full stop there (the blocks keep
+    them on two lines, as the tests above read them)."""
+    body = reply(slack_app.sender.slash("preview PyTorch -filler -rocm"))
+    assert body["text"] == (
+        "Preview of *PyTorch*: never filler or rocm. "
+        "Of its last 20 episodes, 4 would be posted and 16 skipped."
+    )
+    assert lines(body)[:2] == [
+        "Preview of *PyTorch*: never filler or rocm",
+        "Of its last 20 episodes, 4 would be posted and 16 skipped.",
+    ]
+
+
+async def test_a_show_of_one_episode_is_previewed_in_the_singular(rig: Rig) -> None:
+    await rig.poll(START)
+    assert len(rig.store.recent(20, shows=["PyTorch"])) == 1
+    assert rig.slash("preview PyTorch")[0] == (
+        "Preview of *PyTorch*: every episode\nIts only episode would be posted."
+    )
+    assert rig.slash("preview PyTorch -briefing")[0] == (
+        "Preview of *PyTorch*: never briefing\nIts only episode would be skipped."
+    )

@@ -339,3 +339,25 @@ async def test_why_names_the_daily_archive_rule(berlin: Rig) -> None:
         "and the digest covering it (from Fri 23 Oct 2026 17:00 Europe/Berlin) leaves out "
         "episodes dated more than a day before that: the archive, not news."
     )
+
+
+def test_the_subscribe_reply_says_daily_in_its_first_line(berlin: Rig) -> None:
+    """Issue 14 wording: the first line of a `subscribe … daily` reply says "once a day"
+    (only the "Now:" line under it did), after the filter with a comma."""
+    rig = berlin
+    reply = rig.slash("subscribe PyTorch daily 17:00")
+    assert reply[0] == (
+        "This channel now gets new *PyTorch* episodes once a day at 17:00 (Europe/Berlin)."
+    )
+    reply = rig.slash("subscribe PyTorch fsdp daily 5pm")
+    assert reply[0] == (
+        "This channel now gets new *PyTorch* episodes that mention “fsdp”, once a day at "
+        "17:00 (Europe/Berlin). It replaces the earlier subscription to every *PyTorch* episode."
+    )
+    assert rig.slash("subscribe PyTorch fsdp daily 17:00")[0] == (
+        "Nothing changed: this channel already gets new *PyTorch* episodes that mention "
+        "“fsdp”, once a day at 17:00 (Europe/Berlin)."
+    )
+    # Without `daily …` the line says nothing of the mode; `daily off` ends it.
+    assert "once a day" not in rig.slash("subscribe PyTorch fsdp")[0]
+    assert "once a day" not in rig.slash("subscribe PyTorch fsdp daily off")[0]

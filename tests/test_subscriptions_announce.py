@@ -325,6 +325,26 @@ def test_pause_and_resume_several_shows_at_once(three: RunningApp) -> None:
     assert subs(three) == [("JAX", False), ("PyTorch", False), ("Triton", True)]
 
 
+def test_a_daily_subscribe_of_several_shows_says_daily_in_its_first_line(
+    three: RunningApp,
+) -> None:
+    channel = Channel(three)
+    channel.notice("subscribe PyTorch JAX daily 9:30am")
+    assert channel.last_reply == (
+        "This channel now gets new episodes of *PyTorch*, *JAX* once a day at 09:30 (UTC)."
+    )
+
+
+def test_a_pause_of_every_show_is_announced_with_their_names(three: RunningApp) -> None:
+    channel = Channel(three)
+    channel.notice("subscribe PyTorch JAX")
+    assert channel.notice("pause for 3d") == (
+        f"{ME} paused posting of *JAX*, *PyTorch* here until Sat 10 Oct 2026 09:30 UTC."
+    )
+    assert channel.last_reply.startswith("Paused *JAX*, *PyTorch* here until Sat 10 Oct 2026")
+    assert subs(three) == [("JAX", True), ("PyTorch", True)]
+
+
 def test_shows_named_that_the_channel_does_not_follow_are_said_so(three: RunningApp) -> None:
     channel = Channel(three)
     channel.notice("subscribe PyTorch")

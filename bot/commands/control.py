@@ -71,9 +71,7 @@ def preview(command: Preview, deps: Deps) -> Message:
     checks = [(e, chosen.check(e, pr_text(e))) for e in episodes]
     posted = sum(1 for _, c in checks if c.matched)
     title = msg.PREVIEW_TITLE.format(filter=escape.mrkdwn(chosen.describe()), show=show)
-    summary = msg.PREVIEW_SUMMARY.format(
-        total=len(checks), posted=posted, skipped=len(checks) - posted
-    )
+    summary = _summary(len(checks), posted)
     blocks: list[Block] = [section(f"{title}\n{summary}")]
     if chosen.none_of and not (chosen.any_of or chosen.all_of):
         blocks.append(context(msg.PREVIEW_ONLY_EXCLUDES))
@@ -82,7 +80,14 @@ def preview(command: Preview, deps: Deps) -> Message:
         blocks.append(section("\n".join(lines[start : start + LINES_PER_SECTION])))
     args = escape.mrkdwn(" ".join(filter(None, (msg.command_arg(command.show), chosen.unparse()))))
     blocks.append(context(msg.PREVIEW_FOOTER.format(command=msg.COMMAND, args=args)))
-    return message(f"{title} {summary}", blocks)
+    # The fallback text is one line: the title needs its full stop there, not in the blocks.
+    return message(msg.PREVIEW_TEXT.format(title=title, summary=summary), blocks)
+
+
+def _summary(total: int, posted: int) -> str:
+    if total == 1:  # "Of its last 1 episodes, 1 would be …" is no sentence
+        return msg.PREVIEW_SUMMARY_ONE_POSTED if posted else msg.PREVIEW_SUMMARY_ONE_SKIPPED
+    return msg.PREVIEW_SUMMARY.format(total=total, posted=posted, skipped=total - posted)
 
 
 def with_preview_hint(reply: Message, command: Subscribe) -> Message:
@@ -165,12 +170,15 @@ def pause_told(
         if ends is not None
         else msg.PAUSED_OPEN.format(shows=names)
     )
-    named = [s.show for s in held] if command.shows else []
+    # The channel is told the shows by name, as the reply names them: "every show" in a
+    # channel of one show read as more than was paused. A bare `resume` still ends it all.
+    shown = [s.show for s in held]
+    named = shown if command.shows else []
     args = "".join(f" {escape.mrkdwn(msg.command_arg(s))}" for s in named)
     notes = [msg.PAUSED_HOW_TO_RESUME.format(command=msg.COMMAND, args=args, limit=CATCH_UP)]
     if missing := _unfollowed(command.shows, held):
         notes.insert(0, msg.PAUSE_NOT_SUBSCRIBED.format(what=_what(missing)))
-    return _reply(text, *notes), announce.paused(named, ends, invocation)
+    return _reply(text, *notes), announce.paused(shown, ends, invocation)
 
 
 def missed(sub: Subscription, deps: Deps, now: datetime) -> list[Episode]:

@@ -24,6 +24,7 @@ from bot.dispatch import DigestApp, acked
 from bot.replay import is_changing
 from config.settings import CHANNEL_ID_PATTERN
 from digests.errors import StoreError, StoreTimeout
+from digests.redact import redact_url
 from digests.render import escape
 from digests.render.limits import Message
 
@@ -122,7 +123,9 @@ def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Answer] | None = N
             await ack(response_type="ephemeral", text=reply["text"], blocks=reply["blocks"])
             return
         if isinstance(parsed, AddShow):
-            note = msg.ADD_SHOW_READING.format(url=escape.mrkdwn(parsed.url))
+            # The URL as typed may carry a password (refused, but after this ack) or a token
+            # in its query: it is echoed as every feed location shown to people is, redacted.
+            note = msg.ADD_SHOW_READING.format(url=escape.mrkdwn(redact_url(parsed.url)))
             await ack(response_type="ephemeral", text=note)
         else:
             await ack()

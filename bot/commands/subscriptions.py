@@ -65,11 +65,11 @@ def subscribe_told(
     same = not any(c.changed for c in changes)
     if len(command.shows) == 1:
         said = [] if same else notes[0][1]
-        text = " ".join([_subscribed(command, escape.mrkdwn(command.show), same), *said])
+        text = " ".join([_subscribed(command, escape.mrkdwn(command.show), deps, same), *said])
     else:
         names = _show_names(command.shows)
         many = msg.SUBSCRIBED_SAME_MANY if same else msg.SUBSCRIBED_MANY
-        parts = [many.format(shows=names, filter=_filter_words(command))]
+        parts = [many.format(shows=names, filter=_filter_words(command, deps))]
         parts += [
             f"*{escape.mrkdwn(show)}*: {_mid_sentence(' '.join(c))}"
             for show, c in notes
@@ -92,13 +92,20 @@ def _mid_sentence(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-def _filter_words(command: Subscribe) -> str:
-    return _subscribed_filter(command.keywords)
+def _filter_words(command: Subscribe, deps: Deps) -> str:
+    """What the first line says after "episodes": the filter, and the daily time when the
+    command set one (that line is what people read; the "Now:" line below is a summary)."""
+    words = _subscribed_filter(command.keywords)
+    if command.daily is None or command.daily == DAILY_OFF:
+        return words
+    # After a filter's own words a comma keeps "once a day" from reading as part of it.
+    template = msg.SUBSCRIBED_DAILY_AFTER_FILTER if words else msg.SUBSCRIBED_DAILY
+    return words + template.format(at=command.daily, timezone=deps.settings.timezone)
 
 
-def _subscribed(command: Subscribe, show: str, same: bool = False) -> str:
+def _subscribed(command: Subscribe, show: str, deps: Deps, same: bool = False) -> str:
     template = msg.SUBSCRIBED_SAME if same else msg.SUBSCRIBED
-    return template.format(show=show, filter=_filter_words(command))
+    return template.format(show=show, filter=_filter_words(command, deps))
 
 
 def _show_names(shows: Sequence[str]) -> str:

@@ -14,6 +14,11 @@ FILTER_EMPTY_QUOTES = (
 PREVIEW_NO_EPISODES = "*{show}* has no episodes yet, so there is nothing to preview."
 PREVIEW_TITLE = "Preview of *{show}*: {filter}"
 PREVIEW_SUMMARY = "Of its last {total} episodes, {posted} would be posted and {skipped} skipped."
+# A show with one episode so far.
+PREVIEW_SUMMARY_ONE_POSTED = "Its only episode would be posted."
+PREVIEW_SUMMARY_ONE_SKIPPED = "Its only episode would be skipped."
+# The notification text: the title and the summary as one line.
+PREVIEW_TEXT = "{title}. {summary}"
 PREVIEW_ONLY_EXCLUDES = (
     "This filter only excludes: every episode that mentions none of those is posted."
 )

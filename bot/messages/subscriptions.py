@@ -9,6 +9,9 @@ SUBSCRIBED_FILTER = " that mention {keywords}"
 SUBSCRIBED_RULE = " that pass its filter: {rule}"
 SUBSCRIBED_EXCEPT = " — everything except those that mention {terms}"
 SUBSCRIBED_MANY = "This channel now gets new episodes of {shows}{filter}."
+# `subscribe … daily`: after "episodes" (or after the filter), in the first line.
+SUBSCRIBED_DAILY = " once a day at {at} ({timezone})"
+SUBSCRIBED_DAILY_AFTER_FILTER = ", once a day at {at} ({timezone})"
 # A subscribe that changed nothing (no channel message then).
 SUBSCRIBED_SAME = "Nothing changed: this channel already gets new *{show}* episodes{filter}."
 SUBSCRIBED_SAME_MANY = "Nothing changed: this channel already gets new episodes of {shows}{filter}."
