@@ -119,6 +119,7 @@ LEDGER_CALLS: dict[str, LedgerCall] = {
     "owner_alive": lambda ledger, _: ledger.owner_alive("elsewhere:1:x"),
     "orphans": lambda ledger, _: ledger.orphans("me", lambda _ident: False),
     "unfinished_shows": lambda ledger, _: ledger.unfinished_shows(),
+    "unfinished": lambda ledger, _: ledger.unfinished("daily", "catch-up:"),
 }
 LEDGER_WITHOUT_ERRORS = {"for_store", "is_postgres"}
 # On SQLite these are answered without the database (one machine: no namespace, and an
