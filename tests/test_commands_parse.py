@@ -114,7 +114,7 @@ def test_parses(text: str, shows: list[str], expected: object) -> None:
         ("subscribe Nope", TWO, "no show called `Nope`. Shows: PyTorch, Rust Weekly", "subscribe"),
         ("subscribe", TWO, "name one: PyTorch, Rust Weekly", "subscribe"),
         ("subscribe", [], "No shows are configured", "subscribe"),
-        ("subscribe " + " ".join(f"k{i}" for i in range(11)), ONE, "At most 10", "subscribe"),
+        ("subscribe " + " ".join(f"k{i}" for i in range(11)), ONE, "at most 10 terms", "subscribe"),
         ("subscribe " + "x" * 51, ONE, "at most 50 characters", "subscribe"),
         ("unsubscribe Nope", TWO, "no show called `Nope`", "unsubscribe"),
         ("list everything", ONE, "takes no arguments", "list"),

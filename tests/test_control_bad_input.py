@@ -24,7 +24,7 @@ OPEN_QUOTE = "A quote in the filter is never closed; put phrases in pairs of quo
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        (f"subscribe PyTorch {WORDS_30}", "At most 10 keywords (filter terms), not 30."),
+        (f"subscribe PyTorch {WORDS_30}", "A filter takes at most 10 terms, not 30."),
         ('subscribe PyTorch ""', EMPTY_QUOTES),
         ("subscribe PyTorch “”", EMPTY_QUOTES),
         ("subscribe PyTorch +", LONE.format("+", "+")),

@@ -67,7 +67,7 @@ async def test_resume_catch_up_posts_what_arrived_meanwhile(rig: Rig) -> None:
     rig.clock.now = datetime(2026, 10, 3, 15, 0, tzinfo=UTC)
     assert rig.slash("resume PyTorch --catch-up") == [
         "Resumed *PyTorch*: new episodes are posted here again.",
-        "The newest 2 of the 2 that arrived while paused are posted shortly.",
+        "The 2 episodes that arrived while paused are posted shortly.",
     ]
     await rig.poll(datetime(2026, 10, 3, 16, 0, tzinfo=UTC))
     assert rig.posted() == [key(1), key(2), key(3)]
@@ -84,8 +84,8 @@ async def test_resume_without_catch_up_leaves_what_arrived_unposted(rig: Rig) ->
     rig.clock.now = datetime(2026, 10, 2, 15, 0, tzinfo=UTC)
     assert rig.slash("resume") == [
         "Resumed *PyTorch*: new episodes are posted here again.",
-        "1 that arrived while paused stay unposted (`/episodes resume --catch-up` would have "
-        "posted up to 10).",
+        "1 episode that arrived while paused stays unposted (`/episodes resume --catch-up` "
+        "would have posted up to 10).",
     ]
     assert rig.slash("resume") == ["Nothing is paused in this channel."]
     rig.serve(1, 2, 3)
@@ -136,7 +136,9 @@ async def test_pausing_an_unsubscribed_channel_says_so(rig: Rig) -> None:
     assert rig.slash("pause for 3d") == [
         "This channel is not subscribed to any show, so there is nothing to pause."
     ]
-    assert rig.slash("resume PyTorch") == ["*PyTorch* was not paused here."]
+    assert rig.slash("resume PyTorch") == [
+        "This channel does not follow *PyTorch*, so there is nothing to resume."
+    ]
 
 
 async def test_help_lists_pause_and_resume(rig: Rig) -> None:
@@ -245,7 +247,7 @@ async def test_pause_and_resume_are_announced_in_the_channel(rig: Rig) -> None:
     rig.sender.slash("resume", response_url=url)
     (notice,) = wait_for(lambda: rig.fake.responses(url), what="the resume announcement")
     assert notice["response_type"] == "in_channel"
-    assert notice["text"].endswith(" resumed posting of every show here.")
+    assert notice["text"].endswith(" resumed posting of *PyTorch* here.")
 
 
 async def test_a_pause_with_no_show_named_is_announced_with_the_show_its_reply_names(

@@ -197,7 +197,10 @@ async def test_why_of_a_show_not_followed_here_says_so(two_shows: Rig) -> None:
     rig.slash("subscribe PyTorch")
     await rig.poll(START + timedelta(days=2))
     assert rig.posted() == ["PyTorch:pytorch-2026-10-01"]
-    not_followed = "This channel does not follow *JAX*; `/episodes subscribe` posts it here."
+    not_followed = (
+        "This channel does not follow *JAX*; `/episodes subscribe JAX` would post its new "
+        "episodes here, not this one."
+    )
     for text in ("why sharding day", "why 2026-10-03", "why #4242"):
         lines = rig.slash(text)
         assert lines[0] == f"*Sharding Day* (3 Oct 2026, JAX)\n{not_followed}", text

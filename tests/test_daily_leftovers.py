@@ -72,7 +72,7 @@ async def test_catch_up_in_a_daily_channel_is_one_message_and_no_row_is_left(rig
     rig.clock.now = utc(3, 15)
     assert rig.slash("resume --catch-up") == [
         "Resumed *PyTorch*: new episodes are posted here again.",
-        "The newest 2 of the 2 that arrived while paused are posted shortly, in one message "
+        "The 2 episodes that arrived while paused are posted shortly, in one message "
         "(this channel gets a daily digest; the next one lists only what comes after).",
     ]
     # The row the resume wrote is the daily job's, which posts it at its next run.
@@ -140,7 +140,7 @@ async def test_catch_up_per_episode_keeps_its_reply_and_rows(rig: Rig) -> None:
     await rig.poll(utc(2, 14))
     rig.clock.now = utc(2, 15)
     assert rig.slash("resume --catch-up")[1] == (
-        "The newest 1 of the 1 that arrived while paused are posted shortly."
+        "The episode that arrived while paused is posted shortly."
     )
     assert [k for k, _ in unfinished(rig.store)] == ["episode"]
     await rig.poll(utc(2, 16))

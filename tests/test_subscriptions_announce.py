@@ -325,6 +325,17 @@ def test_pause_and_resume_several_shows_at_once(three: RunningApp) -> None:
     assert subs(three) == [("JAX", False), ("PyTorch", False), ("Triton", True)]
 
 
+def test_a_resume_tells_apart_a_show_not_followed_and_one_not_paused(three: RunningApp) -> None:
+    channel = Channel(three)
+    channel.notice("subscribe PyTorch JAX")
+    channel.notice("pause PyTorch")
+    assert channel.notice("resume PyTorch JAX Triton") == f"{ME} resumed posting of *PyTorch* here."
+    assert channel.last_lines[-2:] == [
+        "This channel does not follow *Triton*, so there is nothing to resume.",
+        "*JAX* was not paused here.",
+    ]
+
+
 def test_a_daily_subscribe_of_several_shows_says_daily_in_its_first_line(
     three: RunningApp,
 ) -> None:
@@ -355,7 +366,10 @@ def test_shows_named_that_the_channel_does_not_follow_are_said_so(three: Running
         f"{ME} resumed posting of *PyTorch* here."
     )
     assert channel.last_lines[0] == "Resumed *PyTorch*: new episodes are posted here again."
-    assert "*JAX* or *Triton* was not paused here." in channel.last_lines
+    assert (
+        "This channel does not follow *JAX* or *Triton*, so there is nothing to resume."
+        in channel.last_lines
+    )
     assert channel.notice("unsubscribe PyTorch, Triton") == (
         f"{ME} unsubscribed this channel from *PyTorch* episodes."
     )

@@ -181,6 +181,21 @@ def pause_told(
     return _reply(text, *notes), announce.paused(shown, ends, invocation)
 
 
+def _not_resumed(shows: Sequence[str], deps: Deps, invocation: Invocation) -> list[str]:
+    """Why each show named was not resumed: the channel does not follow it, or it follows it
+    and it was not paused (each kind one line, "or" within it)."""
+    if not shows:
+        return []
+    subs = deps.store.subscriptions(team_id=invocation.team_id, channel_id=invocation.channel_id)
+    followed = {s.show for s in subs}
+    lines = []
+    if unfollowed := [s for s in shows if s not in followed]:
+        lines.append(msg.RESUME_NOT_SUBSCRIBED.format(what=_what(unfollowed)))
+    if running := [s for s in shows if s in followed]:
+        lines.append(msg.RESUME_NOT_PAUSED.format(what=_what(running)))
+    return lines
+
+
 def missed(sub: Subscription, deps: Deps, now: datetime) -> list[Episode]:
     """What reached ``sub``'s show during its pause and its filter wants, newest first."""
     if sub.held_at is None:
@@ -217,10 +232,20 @@ def catch_up(
         ledger.run(lambda conn: ledger.ensure(conn, rows, deps.now()))
     said = {False: msg.RESUMED_CATCH_UP, True: msg.RESUMED_CATCH_UP_DAILY}
     return [
-        said[daily].format(posted=posted, count=count)
+        said[daily].format(which=_caught_up(posted, count))
         for daily, (posted, count) in counts.items()
         if count
     ]
+
+
+def _caught_up(posted: int, count: int) -> str:
+    """"The episode …" / "The 3 episodes …" / "The newest 10 of the 14 episodes …": counts
+    in words that agree with them."""
+    if count == 1:
+        return msg.CAUGHT_UP_ONE
+    if posted == count:
+        return msg.CAUGHT_UP_ALL.format(count=count)
+    return msg.CAUGHT_UP_NEWEST.format(posted=posted, count=count)
 
 
 def resume(command: Resume, deps: Deps, invocation: Invocation) -> Message:
@@ -238,11 +263,10 @@ def resume_told(
     if not ended:
         if not command.shows:
             return nothing(msg.RESUME_NOTHING_PAUSED), None
-        return nothing(msg.RESUME_NOT_PAUSED.format(what=_what(command.shows))), None
-    told = announce.resumed([s.show for s in ended] if command.shows else [], invocation)
-    notes: list[str] = []
-    if missing := _unfollowed(command.shows, ended):
-        notes.append(msg.RESUME_NOT_PAUSED.format(what=_what(missing)))
+        return nothing(" ".join(_not_resumed(command.shows, deps, invocation))), None
+    # Named as the reply names them (a bare `resume` in a one-show channel is that show).
+    told = announce.resumed([s.show for s in ended], invocation)
+    notes = _not_resumed(_unfollowed(command.shows, ended), deps, invocation)
     wanted = {s.show: missed(s, deps, now) for s in ended}
     count = sum(len(found) for found in wanted.values())
     text = msg.RESUMED.format(shows=_names(ended))
@@ -250,5 +274,6 @@ def resume_told(
         return _reply(text, msg.RESUMED_NONE_MISSED, *notes), told
     if command.catch_up:
         return _reply(text, *catch_up(ended, wanted, deps, now), *notes), told
-    later = msg.RESUMED_MISSED.format(count=count, command=msg.COMMAND, limit=CATCH_UP)
+    episodes = msg.MISSED_ONE if count == 1 else msg.MISSED_MANY.format(count=count)
+    later = msg.RESUMED_MISSED.format(episodes=episodes, command=msg.COMMAND, limit=CATCH_UP)
     return _reply(text, later, *notes), told

@@ -220,7 +220,8 @@ def _sentence(answer: Why, show: str, sub: Subscription | None, deps: Deps, chan
         case Reason.PASSED_OVER:
             return msg.WHY_PASSED_OVER
         case Reason.NOT_SUBSCRIBED:
-            return msg.WHY_NOT_SUBSCRIBED.format(show=name, command=msg.COMMAND)
+            arg = escape.mrkdwn(msg.command_arg(show))
+            return msg.WHY_NOT_SUBSCRIBED.format(show=name, command=msg.COMMAND, arg=arg)
         case Reason.NOT_YET_POLLED:
             when = until_text(answer.when, deps) if answer.when else msg.STATUS_NOT_SCHEDULED
             return msg.WHY_NOT_POLLED.format(show=name, when=when)

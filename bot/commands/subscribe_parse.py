@@ -239,7 +239,7 @@ def parse_subscribe(
         raise CommandError(msg.KEYWORD_TOO_LONG.format(limit=MAX_KEYWORD_LEN), "subscribe")
     keywords = _keyword_terms(split.words)
     if len(keywords) > MAX_KEYWORDS:
-        too_many = msg.TOO_MANY_KEYWORDS.format(limit=MAX_KEYWORDS, count=len(keywords))
+        too_many = msg.FILTER_TOO_MANY.format(limit=MAX_KEYWORDS, count=len(keywords))
         raise CommandError(too_many, "subscribe")
     return Subscribe(named[0], keywords, also=named[1:], recap=split.recap, daily=split.daily)
 

@@ -55,20 +55,25 @@ PAUSED_HOW_TO_RESUME = (
     "`{command} resume{args}` ends it early; add `--catch-up` for the newest {limit} of them."
 )
 RESUME_NOT_PAUSED = "{what} was not paused here."
+RESUME_NOT_SUBSCRIBED = "This channel does not follow {what}, so there is nothing to resume."
 RESUME_NOTHING_PAUSED = "Nothing is paused in this channel."
 RESUMED = "Resumed {shows}: new episodes are posted here again."
+# {episodes}: "1 episode that arrived while paused stays", "3 episodes that … stay".
 RESUMED_MISSED = (
-    "{count} that arrived while paused stay unposted (`{command} resume --catch-up` would "
-    "have posted up to {limit})."
+    "{episodes} unposted (`{command} resume --catch-up` would have posted up to {limit})."
 )
+MISSED_ONE = "1 episode that arrived while paused stays"
+MISSED_MANY = "{count} episodes that arrived while paused stay"
 RESUMED_NONE_MISSED = "Nothing matching arrived while paused."
-RESUMED_CATCH_UP = (
-    "The newest {posted} of the {count} that arrived while paused are posted shortly."
-)
+# {which}: CAUGHT_UP_ONE / _ALL / _NEWEST, by how many arrived and how many are posted.
+RESUMED_CATCH_UP = "{which} posted shortly."
 RESUMED_CATCH_UP_DAILY = (
-    "The newest {posted} of the {count} that arrived while paused are posted shortly, in one "
-    "message (this channel gets a daily digest; the next one lists only what comes after)."
+    "{which} posted shortly, in one message (this channel gets a daily digest; the next one "
+    "lists only what comes after)."
 )
+CAUGHT_UP_ONE = "The episode that arrived while paused is"
+CAUGHT_UP_ALL = "The {count} episodes that arrived while paused are"
+CAUGHT_UP_NEWEST = "The newest {posted} of the {count} episodes that arrived while paused are"
 LIST_HELD_UNTIL = " — :double_vertical_bar: paused until {until}"
 LIST_HELD_OPEN = " — :double_vertical_bar: paused until resumed"
 
@@ -110,7 +115,10 @@ WHY_PASSED_OVER = (
     "Not posted: it is older than what this channel already had, or one of more than 10 "
     "that arrived at once (the newest were posted)."
 )
-WHY_NOT_SUBSCRIBED = "This channel does not follow *{show}*; `{command} subscribe` posts it here."
+WHY_NOT_SUBSCRIBED = (
+    "This channel does not follow *{show}*; `{command} subscribe {arg}` would post its new "
+    "episodes here, not this one."
+)
 WHY_NOT_POLLED = "*{show}* has not been polled yet (next poll: {when}); it is looked for then."
 WHY_FEED_FAILING = (
     "Not in the archive: the feed of *{show}* is failing (`{error}`); next try {when}."

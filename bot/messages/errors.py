@@ -28,7 +28,6 @@ UNKNOWN_SHOW = "There is no show called `{name}`. Shows: {shows}."
 SHOW_TYPO = "There is no show called {name} — did you mean {show}?"
 NO_SHOWS = "No shows are configured yet."
 NAME_THE_SHOW = "Several shows are configured; name one: {shows}."
-TOO_MANY_KEYWORDS = "At most {limit} keywords (filter terms), not {count}."
 KEYWORD_TOO_LONG = "Keywords are at most {limit} characters each."
 BAD_DAILY_TIME = (
     "{value} is not a time of day: `daily` takes a 24-hour time from 00:00 to 23:59 "
