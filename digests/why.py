@@ -29,6 +29,7 @@ class Reason(StrEnum):
     CAUGHT_UP = "caught_up"  # daily mode: in the message `resume --catch-up` posted
     ON_ITS_WAY = "on_its_way"  # planned or being posted right now
     FAILED = "failed"  # Slack refused it: retried only if the episode changes
+    RETRYING = "retrying"  # Slack failed for now (5xx, timeouts): the next poll tries again
     CHANNEL_PAUSED = "channel_paused"  # Slack-side: archived, removed, not found
     HELD = "held"  # arrived during a user pause
     DAILY = "daily"  # the channel's daily digest lists it (when: that digest's time)
@@ -57,9 +58,11 @@ class Delivered:
 class Why:
     reason: Reason
     check: Check | None = None  # FILTERED: the verdict and the term that decided
-    error: str | None = None  # FAILED, FEED_FAILING, CHANNEL_PAUSED: in Slack's or the feed's words
+    # FAILED, RETRYING, FEED_FAILING, CHANNEL_PAUSED: in Slack's or the feed's words
+    error: str | None = None
     when: datetime | None = None  # POSTED: last written; UPDATED: edited; HELD: pause end; …
     ts: str | None = None  # POSTED, UPDATED: the message, for its permalink
+    tried: datetime | None = None  # RETRYING: when Slack last failed it (``when``: next poll)
 
 
 def filter_check(episode: Episode, chosen: Filter) -> Check:
@@ -88,7 +91,7 @@ def _daily_archive(
     return start if episode.published_at < start - ARCHIVE_AFTER else None
 
 
-def _from_ledger(row: Delivered, sub: Subscription) -> Why:
+def _from_ledger(row: Delivered, sub: Subscription, next_poll: datetime | None) -> Why:
     if row.state == LedgerState.POSTED and row.edited_at is not None:
         return Why(Reason.UPDATED, when=row.edited_at, ts=row.ts)
     if row.state == LedgerState.POSTED:
@@ -97,6 +100,8 @@ def _from_ledger(row: Delivered, sub: Subscription) -> Why:
         return Why(Reason.FAILED, error=row.error, when=row.updated_at)
     if row.state == LedgerState.PAUSED:
         return Why(Reason.CHANNEL_PAUSED, error=sub.paused_reason or row.error)
+    if row.error:  # left pending by a failure Slack may get over: offered again by a plan
+        return Why(Reason.RETRYING, error=row.error, when=next_poll, tried=row.updated_at)
     return Why(Reason.ON_ITS_WAY)
 
 
@@ -121,11 +126,11 @@ def explain(
     if sub is None:
         return Why(Reason.NOT_SUBSCRIBED)
     if row is not None:
-        return _from_ledger(row, sub)
+        return _from_ledger(row, sub, feed.next_poll_at)
     if caught_up is not None and caught_up.state == LedgerState.POSTED:
         return Why(Reason.CAUGHT_UP, when=caught_up.updated_at, ts=caught_up.ts)
     if caught_up is not None:
-        return _from_ledger(caught_up, sub)
+        return _from_ledger(caught_up, sub, feed.next_poll_at)
     if sub.holds(first_seen or episode.published_at):
         return Why(Reason.HELD, when=sub.held_until)
     # The filter first: "which term" is the more useful answer for an old episode too.

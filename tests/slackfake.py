@@ -242,6 +242,11 @@ class SlackFake(BackgroundServer):
         with self._lock:
             self._faults[method].append(_Fault(status, error, retry_after, times))
 
+    def clear_faults(self) -> None:
+        """Faults queued by :meth:`fail_next` and not used yet are dropped: Slack is back."""
+        with self._lock:
+            self._faults.clear()
+
     def channel_error(self, channel: str, error: str | None) -> None:
         """Every call naming ``channel`` answers ``error`` until cleared with None."""
         if error is not None and error not in _CHANNEL_ERRORS:

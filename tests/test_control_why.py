@@ -1,7 +1,8 @@
 """`/episodes why <episode>` over real signed HTTP, each reason produced by real polls (a feed
 on loopback, the Slack fake, SQLite and PostgreSQL): posted (with its permalink), updated
 (the episode changed and the digest was edited), skipped by the filter (which term), held by
-a pause, before the subscription, the channel archived, another show's episode (not
+a pause, before the subscription, Slack refusing it, Slack failing for now (500s: tried
+again by the next poll), the channel archived, another show's episode (not
 followed here), not yet polled, the feed failing, not in the feed; and the pure decision as
 a table."""
 
@@ -139,6 +140,32 @@ async def test_why_in_an_archived_channel(rig: Rig) -> None:
     )
 
 
+async def test_why_a_digest_slack_refused(rig: Rig) -> None:
+    rig.serve(1)
+    rig.slash("subscribe PyTorch")
+    rig.fake.fail_next("chat.postMessage", error="msg_too_long")
+    await rig.poll(START)
+    assert rig.posted() == []
+    line = said(rig.slash(f"why {link(1)}"))
+    assert line.startswith("Slack refused to post it here (`msg_too_long`, last tried "), line
+    assert line.endswith("it is tried again only if the episode changes.")
+
+
+async def test_why_a_digest_slack_failed_for_now_then_posted(rig: Rig) -> None:
+    rig.serve(1)
+    rig.slash("subscribe PyTorch")
+    rig.fake.fail_next("chat.postMessage", status=500, times=50)  # every retry of this poll
+    await rig.poll(START)
+    assert rig.posted() == []
+    line = said(rig.slash(f"why {link(1)}"))
+    assert line.startswith("Not posted yet: Slack answered `internal_error` when it was tried ")
+    assert line.endswith("; the next poll tries again (Thu 1 Oct 2026 14:15 UTC)."), line
+    rig.fake.clear_faults()  # Slack is back
+    await rig.poll(START + timedelta(hours=1))
+    assert rig.posted() == ["PyTorch:pytorch-2026-10-01"]
+    assert said(rig.slash(f"why {link(1)}")).startswith("Posted here.")
+
+
 async def test_why_an_episode_the_archive_lacks(rig: Rig) -> None:
     rig.slash("subscribe PyTorch")
     assert rig.slash(f"why {link(9)}") == [
@@ -266,6 +293,7 @@ POLLED = FetchState(last_polled_at=NOW, last_success_at=NOW)
         (EPISODE, SUB, Delivered(LedgerState.PENDING), POLLED, None, Reason.ON_ITS_WAY),
         (EPISODE, SUB, Delivered(LedgerState.POSTING), POLLED, None, Reason.ON_ITS_WAY),
         (EPISODE, SUB, Delivered(LedgerState.FAILED, error="x"), POLLED, None, Reason.FAILED),
+        (EPISODE, SUB, Delivered(LedgerState.PENDING, error="x"), POLLED, None, Reason.RETRYING),
         (EPISODE, SUB, Delivered(LedgerState.PAUSED), POLLED, None, Reason.CHANNEL_PAUSED),
         (
             EPISODE,

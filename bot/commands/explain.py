@@ -191,6 +191,10 @@ def _sentence(answer: Why, show: str, sub: Subscription | None, deps: Deps, chan
             return msg.WHY_ON_ITS_WAY
         case Reason.FAILED:
             return msg.WHY_FAILED.format(error=error, when=_when(answer.when, deps))
+        case Reason.RETRYING:
+            return msg.WHY_RETRYING.format(
+                error=error, tried=_when(answer.tried, deps), when=_when(answer.when, deps)
+            )
         case Reason.CHANNEL_PAUSED:
             return msg.WHY_CHANNEL_PAUSED.format(reason=pause_reason(answer.error))
         case Reason.HELD:

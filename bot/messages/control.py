@@ -87,6 +87,10 @@ WHY_CAUGHT_UP = "Posted here after the pause, in one message with the rest of wh
 WHY_POSTED_LINK = "<{link}|See it in the channel.>"
 WHY_UPDATED = "Posted here, and updated {when} because the episode changed."
 WHY_ON_ITS_WAY = "Planned for this channel and being posted; it should appear within minutes."
+WHY_RETRYING = (
+    "Not posted yet: Slack answered `{error}` when it was tried ({tried}); the next poll "
+    "tries again ({when})."
+)
 WHY_FAILED = (
     "Slack refused to post it here (`{error}`, last tried {when}); it is tried again only "
     "if the episode changes."
