@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 
 import pytest
 
 
-def modules_after(module: str) -> set[str]:
+@functools.cache  # a fresh interpreter per module, but one for both tests that ask for it
+def modules_after(module: str) -> frozenset[str]:
     code = f"import sys, {module}; print('\\n'.join(sorted(sys.modules)))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
-    return set(out.split())
+    return frozenset(out.split())
 
 
 def loaded_after(module: str) -> set[str]:
