@@ -166,19 +166,30 @@ def _fold(word: str) -> str:
     return w
 
 
-def _runs(text: str, stop: frozenset[str]) -> list[list[str]]:
-    """Runs of content words: broken at punctuation and at stopwords."""
-    runs: list[list[str]] = [[]]
+def _runs(
+    text: str, stop: frozenset[str], folds: dict[str, str | None]
+) -> list[tuple[list[str], list[str]]]:
+    """Runs of content words, each with its words folded: broken at punctuation and at
+    stopwords. ``folds``: each token seen → its folded form, or None for a break (a week's
+    documents repeat the same words, so each is judged once per call of ``subjects``)."""
+    runs: list[tuple[list[str], list[str]]] = [([], [])]
     for token in _TOKEN_RE.findall(text):
-        if token in _BREAK or not token[0].isalnum():
-            runs.append([])
+        if token in folds:
+            folded = folds[token]
+        elif token in _BREAK or not token[0].isalnum():
+            folded = folds[token] = None
+        else:
+            folded = _fold(token)
+            if folded in stop or token.casefold() in stop or folded.isdigit() or len(folded) < 2:
+                folded = None
+            folds[token] = folded
+        if folded is None:
+            if runs[-1][0]:
+                runs.append(([], []))
             continue
-        folded = _fold(token)
-        if folded in stop or token.casefold() in stop or folded.isdigit() or len(folded) < 2:
-            runs.append([])
-            continue
-        runs[-1].append(token)
-    return [r for r in runs if r]
+        runs[-1][0].append(token)
+        runs[-1][1].append(folded)
+    return [r for r in runs if r[0]]
 
 
 @dataclass
@@ -220,39 +231,40 @@ def subjects(
     stop = stopwords() | {_fold(w) for s in extra_stopwords for w in s.split()}
     # Each document's runs of content words, read once: (doc, part, position, run, folded).
     runs: list[tuple[int, int, int, list[str], list[str]]] = []
+    folds: dict[str, str | None] = {}
     for doc, (headline, summary) in enumerate(documents):
         position = 0
         for part, text in enumerate((headline, summary)):
-            for run in _runs(text, stop):
-                runs.append((doc, part, position, run, [_fold(t) for t in run]))
+            for run, folded in _runs(text, stop, folds):
+                runs.append((doc, part, position, run, folded))
                 position += len(run)
+    # Every n-gram of every run, keyed once: (doc, part, position, key, run, i, n).
+    grams: list[tuple[int, int, int, tuple[str, ...], list[str], int, int]] = []
+    for doc, part, position, run, folded in runs:
+        for n in range(1, max_words + 1):
+            for i in range(len(run) - n + 1):
+                grams.append((doc, part, position + i, tuple(folded[i : i + n]), run, i, n))
     # How many documents say each phrase (documents come in order, so a phrase's last
     # document tells a new one): most phrases are said once and need nothing more.
     said: dict[tuple[str, ...], int] = {}
     last: dict[tuple[str, ...], int] = {}
-    for doc, _, _, run, folded in runs:
-        for n in range(1, max_words + 1):
-            for i in range(len(run) - n + 1):
-                key = tuple(folded[i : i + n])
-                if last.get(key) != doc:
-                    last[key] = doc
-                    said[key] = said.get(key, 0) + 1
+    for doc, _, _, key, _, _, _ in grams:
+        if last.get(key) != doc:
+            last[key] = doc
+            said[key] = said.get(key, 0) + 1
     candidates: dict[tuple[str, ...], _Candidate] = {}
-    for doc, part, position, run, folded in runs:
-        for n in range(1, max_words + 1):
-            for i in range(len(run) - n + 1):
-                key = tuple(folded[i : i + n])
-                if said[key] < min_docs:
-                    continue
-                cand = candidates.get(key)
-                if cand is None:
-                    cand = candidates[key] = _Candidate(key)
-                cand.docs.add(doc)
-                if part == 0:
-                    cand.headline_docs.add(doc)
-                cand.first = min(cand.first, (doc, position + i))
-                # Summary spellings are sentence case: better than Title Case.
-                cand.forms[" ".join(run[i : i + n])] += 1 if part == 0 else 2
+    for doc, part, at, key, run, i, n in grams:
+        if said[key] < min_docs:
+            continue
+        cand = candidates.get(key)
+        if cand is None:
+            # grams run in document and position order: the first one seen is the first.
+            cand = candidates[key] = _Candidate(key, first=(doc, at))
+        cand.docs.add(doc)
+        if part == 0:
+            cand.headline_docs.add(doc)
+        # Summary spellings are sentence case: better than Title Case.
+        cand.forms[" ".join(run[i : i + n])] += 1 if part == 0 else 2
     recurring = list(candidates.values())
     covered = _covered(recurring)
     kept = [c for c in recurring if c.key not in covered]

@@ -66,7 +66,13 @@ def close_show(args: list[str], shows: Sequence[str]) -> tuple[str, str] | None:
         words = " ".join(flat[: len(show.split())])
         if fold(words) == fold(show):
             continue  # never "did you mean" the very name typed
-        ratio = difflib.SequenceMatcher(None, fold(words), fold(show)).ratio()
+        matcher = difflib.SequenceMatcher(None, fold(words), fold(show))
+        # Upper bounds of ratio() first, cheap: most shows are nowhere near what was typed
+        # (every answer that names no show asks each of them).
+        floor = TYPO_CUTOFF if best is None else best[0]
+        if matcher.real_quick_ratio() < floor or matcher.quick_ratio() < floor:
+            continue
+        ratio = matcher.ratio()
         if ratio >= TYPO_CUTOFF and (best is None or ratio > best[0]):
             best = (ratio, words, show)
     return (best[1], best[2]) if best else None

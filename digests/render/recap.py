@@ -21,7 +21,7 @@ from jinja2 import Environment, TemplateError
 from digests.models import RecapPullRequest, WeeklyRecap
 from digests.render import layout, limits
 from digests.render.environment import format_duration, make_environment, pr_groups
-from digests.render.escape import unescape
+from digests.render.escape import Mrkdwn, unescape
 from digests.render.limits import Message
 from digests.render.renderer import Renderer, template_error
 
@@ -113,26 +113,47 @@ def _episode_views(recap: WeeklyRecap) -> list[_EpisodeView]:
     tz = _tz(recap)
     return [
         _EpisodeView(
-            day=_day(e.published_at, tz),
+            # Our own words and digits (nothing to escape): marked so, the templates'
+            # finalize passes them through instead of escaping each one again.
+            day=Mrkdwn(_day(e.published_at, tz)),
             show=e.show,
             headline=e.headline,
             url=e.url,
-            duration=format_duration(e.duration_seconds),
+            duration=Mrkdwn(format_duration(e.duration_seconds)),
             prs=e.pr_count,
         )
         for e in recap.episodes
     ]
 
 
-def _pr_lines(recap: WeeklyRecap, prs: Sequence[RecapPullRequest]) -> list[_PrView]:
+@dataclass(frozen=True)
+class _Episodes:
+    """Per episode of a recap, what its PR lines name: its weekday and its show (computed
+    once per recap; the post is tried at a few sizes, each with its own PR lines)."""
+
+    weekday: dict[str, str]
+    show: dict[str, str]
+
+    @classmethod
+    def of(cls, recap: WeeklyRecap) -> _Episodes:
+        tz = _tz(recap)
+        return cls(
+            {e.guid: _DAYS[e.published_at.astimezone(tz).weekday()] for e in recap.episodes},
+            {e.guid: e.show for e in recap.episodes},
+        )
+
+
+def _pr_lines(
+    recap: WeeklyRecap, prs: Sequence[RecapPullRequest], known: _Episodes | None = None
+) -> list[_PrView]:
     """``prs`` (a slice of the recap's, in its order) as lines: one per group."""
-    tz = _tz(recap)
-    weekday = {e.guid: _DAYS[e.published_at.astimezone(tz).weekday()] for e in recap.episodes}
-    show = {e.guid: e.show for e in recap.episodes}
+    known = known or _Episodes.of(recap)
+    weekday, show = known.weekday, known.show
     return [
         _PrView(
             prs=tuple(g.prs),
-            days=", ".join(dict.fromkeys(weekday.get(guid, "?") for guid in g.prs[0].guids)),
+            # Weekday names: nothing to escape (see _episode_views).
+            days=Mrkdwn(", ".join(dict.fromkeys(weekday.get(u, "?") for u in g.prs[0].guids))),
             context=g.context,
             show=next((show[guid] for guid in g.prs[0].guids if guid in show), ""),
         )
@@ -293,14 +314,19 @@ def render_recap(
         "repeated": any(len(p.guids) > 1 for p in recap.pull_requests),
     }
 
+    known = _Episodes.of(recap)
+    pr_lines: dict[int, list[_PrView]] = {}  # by how many PRs: plans often share a count
+
     def post_for(plan: tuple[int, int]) -> Message:
         n_e, n_p = plan
+        if n_p not in pr_lines:
+            pr_lines[n_p] = _pr_lines(recap, prs[:n_p], known)
         return _script(
             env,
             "recap.j2",
             episodes=episodes[:n_e],
             episode_lines=lines[:n_e],
-            prs=_pr_lines(recap, prs[:n_p]),
+            prs=pr_lines[n_p],
             more_episodes=len(episodes) - n_e,
             more_prs=len(prs) - n_p,
             **common,
@@ -317,7 +343,7 @@ def render_recap(
             "recap_thread.j2",
             episodes=episodes[n_e:],
             episode_lines=lines[n_e:],
-            prs=_pr_lines(recap, prs[n_p:]),
+            prs=_pr_lines(recap, prs[n_p:], known),
             first_pr=n_p + 1,
             last_pr=len(prs),
             **common,

@@ -116,7 +116,7 @@ def hydrate(conn: sa.Connection, rows: Sequence[Any]) -> list[Episode]:
             .select_from(PRS_JOIN)
             .where(episode_prs.c.episode_id.in_(chunk))
             .order_by(episode_prs.c.episode_id, episode_prs.c.position)
-        ).tuples():
+        ).all():  # one fetchall: iterating the result fetches a row per call (psycopg)
             episode_id, number, url, context = pr
             prs.setdefault(episode_id, []).append(PullRequestRef(number, url, context))
     return [
