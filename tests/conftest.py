@@ -7,6 +7,9 @@ Under pytest-xdist (README: ``-n auto``) two hooks here keep the parallel run ho
 - tests in one ``xdist_group`` run on one worker, one after another (``--dist loadgroup``
   in pyproject's addopts): the bot's real processes (``_GROUPS``) run one test at a time,
   beside one ordinary test on the other worker.
+
+With PostgreSQL on, the controlling process also cleans the database's catalogs before and
+after the run (``tests.fixtures.store.vacuum_catalogs``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.fixtures.store import POSTGRES_ENV, vacuum_catalogs
 
 pytest_plugins = [
     "tests.fixtures.feeds",
@@ -45,6 +50,22 @@ _GROUPS: dict[str, str] = {
     "test_delivery_processes.py": "real-processes",
     "test_processes.py": "real-processes",
 }
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _vacuum_once()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _vacuum_once()
+
+
+def _vacuum_once() -> None:
+    """The PostgreSQL catalogs cleaned by the run's one controlling process (not each
+    pytest-xdist worker), before the tests and after them: see ``vacuum_catalogs``."""
+    base = os.environ.get(POSTGRES_ENV)
+    if base and "PYTEST_XDIST_WORKER" not in os.environ:
+        vacuum_catalogs(base)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
