@@ -228,6 +228,23 @@ def _overflow(message: Message) -> float:
     )
 
 
+# About what a "…and 12 more episodes" line adds to a post that leaves episodes out: only
+# for the estimate of where the post starts to fit, never for deciding that it does.
+_MORE_LINE = 40
+
+
+def _measured_guess(
+    plans: Sequence[tuple[int, int]], post: Message, dropped: Callable[[int], int]
+) -> int | None:
+    """The first plan whose post should fit: plans[0]'s ``post`` measured, and the text each
+    plan leaves out of it (its lines, known before it is rendered). None when the blocks,
+    not the text, are what overflows."""
+    if len(post["blocks"]) > limits.BLOCKS_PER_MESSAGE:
+        return None
+    over = limits.message_text_size(post) - limits.MESSAGE_TEXT_BUDGET
+    return next((i for i in range(1, len(plans)) if dropped(i) >= over), len(plans) - 1)
+
+
 def _best_plan(
     plans: Sequence[tuple[int, int]], post_for: Callable[[tuple[int, int]], Message]
 ) -> tuple[int, Message]:
@@ -235,7 +252,9 @@ def _best_plan(
 
     Most weeks fit whole: one render. Otherwise plans shrink monotonically, so the boundary
     is searched outward from an estimate of it, then bisected: a few renders, each about
-    the size of the answer, rather than halving from the top.
+    the size of the answer, rather than halving from the top. Posts that can say about
+    how much text plans[i] leaves out of plans[0]'s (``_Posts.dropped``) get a measured
+    estimate (usually the boundary itself: three renders); others an interpolated one.
     """
     posts: dict[int, Message] = {}
 
@@ -247,18 +266,11 @@ def _best_plan(
     last = len(plans) - 1
     if fits(0) or last == 0:
         return 0, posts[0]
-
-    def plan_of(items: float) -> int:
-        return next((i for i, plan in enumerate(plans) if sum(plan) <= items), last)
-
-    # Size grows about linearly with the lines: a proportional guess, then a secant step
-    # through it and the whole week, usually lands on the boundary or next to it.
-    n0, o0 = sum(plans[0]), _overflow(posts[0])
-    guess = plan_of(n0 * 0.95 / o0)
-    fits(guess)
-    n1, o1 = sum(plans[guess]), _overflow(posts[guess])
-    if o0 != o1:
-        guess = plan_of(n1 + (1 - o1) * (n0 - n1) / (o0 - o1))
+    guess = None
+    if isinstance(post_for, _Posts):
+        guess = _measured_guess(plans, posts[0], post_for.dropped)
+    if guess is None:
+        guess = _interpolated_guess(plans, posts, fits)
     bad, good = 0, last  # plans[bad] does not fit; plans[good] fits, or is the last resort
     step = 1
     if fits(guess):
@@ -279,6 +291,106 @@ def _best_plan(
             bad = mid
     fits(good)
     return good, posts[good]
+
+
+def _interpolated_guess(
+    plans: Sequence[tuple[int, int]], posts: dict[int, Message], fits: Callable[[int], bool]
+) -> int:
+    """Size grows about linearly with the lines: a proportional guess, then a secant step
+    through it and the whole week, usually lands on the boundary or next to it."""
+    last = len(plans) - 1
+
+    def plan_of(items: float) -> int:
+        return next((i for i, plan in enumerate(plans) if sum(plan) <= items), last)
+
+    n0, o0 = sum(plans[0]), _overflow(posts[0])
+    guess = plan_of(n0 * 0.95 / o0)
+    fits(guess)
+    n1, o1 = sum(plans[guess]), _overflow(posts[guess])
+    if o0 != o1:
+        guess = plan_of(n1 + (1 - o1) * (n0 - n1) / (o0 - o1))
+    return guess
+
+
+def _dropped(
+    plans: Sequence[tuple[int, int]], lines: Sequence[Any], pr_sizes: Sequence[int]
+) -> Callable[[int], int]:
+    """``dropped`` for ``_best_plan``: the episode and PR lines plans[i] leaves out of
+    plans[0]'s post (each with its newline), less the line that counts them."""
+    n_e0, n_p0 = plans[0]
+    after = [0] * (len(lines) + 1)  # after[k]: the characters of lines[k:]
+    for k in range(len(lines) - 1, -1, -1):
+        after[k] = after[k + 1] + len(lines[k]) + 1
+
+    def dropped(index: int) -> int:
+        n_e, n_p = plans[index]
+        more = _MORE_LINE if n_e < n_e0 else 0
+        return after[n_e] - after[n_e0] + sum(pr_sizes[n_p:n_p0]) - more
+
+    return dropped
+
+
+def _pr_sizes(env: Environment, views: Sequence[_PrView]) -> list[int]:
+    """Each PR's share of the lines ``views`` render to (``recap_common.j2``'s pr_line, as
+    the post calls it), with their newlines: what leaving that PR out saves."""
+    name = "recap_common.j2"
+    try:
+        line = env.get_template(name).module.pr_line  # type: ignore[attr-defined]
+        sizes: list[int] = []
+        for view in views:
+            size = len(line(view, 140)) + 1
+            sizes += [size // len(view.prs)] * len(view.prs)
+        return sizes
+    except TemplateError as exc:
+        raise template_error(name, exc) from exc
+
+
+class _Posts:
+    """The recap post at each plan, rendered when asked (``post_for`` of ``_best_plan``),
+    and what a plan leaves out of plans[0]'s post, measured on the lines it drops."""
+
+    def __init__(
+        self,
+        env: Environment,
+        recap: WeeklyRecap,
+        episodes: Sequence[_EpisodeView],
+        lines: Sequence[Any],
+        common: dict[str, Any],
+        plans: Sequence[tuple[int, int]],
+    ) -> None:
+        self.env, self.recap, self.episodes, self.lines = env, recap, episodes, lines
+        self.common, self.plans = common, plans
+        self.known = _Episodes.of(recap)
+        self._pr_lines: dict[int, list[_PrView]] = {}  # by how many PRs: plans share counts
+        self._dropped: Callable[[int], int] | None = None
+
+    def pr_lines(self, n_p: int) -> list[_PrView]:
+        if n_p not in self._pr_lines:
+            prs = self.recap.pull_requests[:n_p]
+            self._pr_lines[n_p] = _pr_lines(self.recap, prs, self.known)
+        return self._pr_lines[n_p]
+
+    def __call__(self, plan: tuple[int, int]) -> Message:
+        n_e, n_p = plan
+        return _script(
+            self.env,
+            "recap.j2",
+            episodes=self.episodes[:n_e],
+            episode_lines=self.lines[:n_e],
+            prs=self.pr_lines(n_p),
+            more_episodes=len(self.episodes) - n_e,
+            more_prs=len(self.recap.pull_requests) - n_p,
+            **self.common,
+        )
+
+    def dropped(self, index: int) -> int:
+        """About how much text plans[index] leaves out of plans[0]'s post (asked only when
+        the whole week does not fit): the post is then rendered at its likely size and
+        beside it, not searched for."""
+        if self._dropped is None:
+            sizes = _pr_sizes(self.env, self.pr_lines(self.plans[0][1]))
+            self._dropped = _dropped(self.plans, self.lines, sizes)
+        return self._dropped(index)
 
 
 def render_recap(
@@ -314,26 +426,9 @@ def render_recap(
         "repeated": any(len(p.guids) > 1 for p in recap.pull_requests),
     }
 
-    known = _Episodes.of(recap)
-    pr_lines: dict[int, list[_PrView]] = {}  # by how many PRs: plans often share a count
-
-    def post_for(plan: tuple[int, int]) -> Message:
-        n_e, n_p = plan
-        if n_p not in pr_lines:
-            pr_lines[n_p] = _pr_lines(recap, prs[:n_p], known)
-        return _script(
-            env,
-            "recap.j2",
-            episodes=episodes[:n_e],
-            episode_lines=lines[:n_e],
-            prs=pr_lines[n_p],
-            more_episodes=len(episodes) - n_e,
-            more_prs=len(prs) - n_p,
-            **common,
-        )
-
     plans = _plans(len(episodes), len(prs))
-    hi, best = _best_plan(plans, post_for)
+    posts = _Posts(env, recap, episodes, lines, common, plans)
+    hi, best = _best_plan(plans, posts)
     n_e, n_p = plans[hi]
     post = best
     replies: list[Message] = []
@@ -343,7 +438,7 @@ def render_recap(
             "recap_thread.j2",
             episodes=episodes[n_e:],
             episode_lines=lines[n_e:],
-            prs=_pr_lines(recap, prs[n_p:], known),
+            prs=_pr_lines(recap, prs[n_p:], posts.known),
             first_pr=n_p + 1,
             last_pr=len(prs),
             **common,
