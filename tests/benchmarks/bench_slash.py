@@ -103,6 +103,11 @@ class Result:
     latencies_ms: list[float]
     seconds: float
     cpu_seconds: float  # the server process's user+system CPU during the measured load
+    # The server's main thread, from the scheduler (Linux schedstat): seconds it ran, and
+    # seconds it was runnable but waited for a CPU. Their sum near ``seconds`` means it
+    # never slept: a low CPU share is the machine's other load, not a wait inside the app.
+    run_seconds: float = 0.0
+    runq_seconds: float = 0.0
 
     def pct(self, p: float) -> float:
         data = sorted(self.latencies_ms)
@@ -123,6 +128,16 @@ def _cpu_seconds(pid: int) -> float:
     """utime + stime of a process, from /proc (Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _schedstat(pid: int) -> tuple[float, float]:
+    """(seconds run, seconds waited on a run queue) of a process's main thread; zeros where
+    the kernel does not keep them."""
+    try:
+        fields = Path(f"/proc/{pid}/schedstat").read_text().split()
+        return int(fields[0]) / 1e9, int(fields[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0, 0.0
 
 
 def _free_port() -> int:
@@ -195,9 +210,18 @@ async def _measure(
     name: str, pid: int, url: str, body: bytes, total: int, concurrency: int
 ) -> Result:
     await _load(url, body, min(200, total), concurrency)  # warm-up: connections, caches
-    cpu = _cpu_seconds(pid)
+    cpu, (run, runq) = _cpu_seconds(pid), _schedstat(pid)
     latencies, seconds = await _load(url, body, total, concurrency)
-    return Result(name, concurrency, latencies, seconds, _cpu_seconds(pid) - cpu)
+    run_after, runq_after = _schedstat(pid)
+    return Result(
+        name,
+        concurrency,
+        latencies,
+        seconds,
+        _cpu_seconds(pid) - cpu,
+        run_seconds=run_after - run,
+        runq_seconds=runq_after - runq,
+    )
 
 
 def _median(results: list[Result], stat: Callable[[Result], float]) -> float:
@@ -212,7 +236,7 @@ def _report(results: list[Result]) -> None:
     """Medians over rounds (each round measures app and bare back to back)."""
     print(
         f"{'server':<6} {'conc':>4} {'rounds':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
-        f"{'req/s':>8} {'CPU ms/req':>10}   p99 per round"
+        f"{'req/s':>8} {'CPU ms/req':>10} {'ran':>5} {'runq':>5}   p99 per round"
     )
     groups: dict[tuple[str, int], list[Result]] = {}
     for r in results:
@@ -223,8 +247,13 @@ def _report(results: list[Result]) -> None:
             f"{name:<6} {c:>4} {len(rs):>6} {_median_pct(rs, 50):>8.2f} "
             f"{_median_pct(rs, 95):>8.2f} {_median_pct(rs, 99):>8.2f} "
             f"{_median(rs, lambda r: r.throughput):>8.0f} {_median(rs, lambda r: r.cpu_ms):>10.3f}"
-            f"   {rounds}"
+            f" {_median(rs, lambda r: r.run_seconds / r.seconds):>5.0%}"
+            f" {_median(rs, lambda r: r.runq_seconds / r.seconds):>5.0%}   {rounds}"
         )
+    print(
+        "ran / runq: share of the run the server ran / was runnable but waited for a CPU "
+        "(their sum near 100% means it never waited on anything else)"
+    )
     print("\nratios app / bare of the medians (latency: lower is better; throughput: app share)")
     for c in sorted({r.concurrency for r in results}):
         app, bare = groups[("app", c)], groups[("bare", c)]
