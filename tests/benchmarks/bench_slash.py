@@ -12,6 +12,11 @@ loopback; the bare endpoint returns the exact JSON the app answered. Prints p50/
 latency and throughput per concurrency, and app/bare ratios; then, on one kept-alive
 connection, GET /healthz of the app, the bare endpoint, and the bare endpoint served from a
 socket without TCP_NODELAY (what ``listen()`` made before): the ~40 ms delayed-ACK stall.
+
+Reading c=50: each server's "ran" + "runq" (schedstat) comes to ~100% of the run, so it is
+never waiting on itself, only for a CPU on this shared machine; its latency is then about
+c / throughput, and the app/bare ratio at c=50 follows CPU per request (×2.0 measured),
+however low "CPU ms/req × req/s" makes the app's CPU use look.
 """
 
 from __future__ import annotations
