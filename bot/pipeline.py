@@ -229,15 +229,7 @@ def plan_show(
     nothing due is not planned again (``bot.poll_state``; ``unfinished``: the shows with a
     ledger row pending or posting)."""
     stopped = tuple(stopped_teams)
-    if not needs_plan(
-        settings,
-        poll.show,
-        unchanged=poll.unchanged,
-        notice=poll.notice,
-        inputs=poll.inputs,
-        stopped_teams=stopped,
-        unfinished=unfinished,
-    ):
+    if not needs_plan(settings, poll, stopped, unfinished):
         return ShowPlan(poll)
     active = active_subscriptions(store, poll.show, stopped)
     notices = notice_deliveries(renderer, poll.notice, active) if poll.notice else []
@@ -344,6 +336,8 @@ class Cycle:
             stopped = tuple(self.deliverer.stopped_teams)
             ledger = self.deliverer.ledger
             owed = self.unfinished
+            if not needs_plan(self.settings, poll, stopped, owed):
+                return ShowPlan(poll)  # quiet (a pure check): no thread hop to say so
             return await _db(
                 lambda: plan_show(
                     self.settings, self.store, ledger, self.renderer, poll, stopped, owed

@@ -29,6 +29,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
+from typing import Protocol
 
 from bot.ingest import FeedRead
 from bot.plan import CANDIDATES
@@ -97,20 +98,30 @@ def plan_key(settings: Settings, inputs: PlanInputs, stopped_teams: Iterable[str
     return f"{rules}:{versions}:{inputs.ledger_head}:{inputs.unnamed_head}:{stopped}"
 
 
+class Polled(Protocol):
+    """What ``needs_plan`` reads of a poll (``bot.pipeline.PollResult``)."""
+
+    @property
+    def show(self) -> str: ...
+    @property
+    def unchanged(self) -> bool: ...
+    @property
+    def notice(self) -> Notice | None: ...
+    @property
+    def inputs(self) -> PlanInputs | None: ...
+
+
 def needs_plan(
     settings: Settings,
-    show: str,
-    *,
-    unchanged: bool,
-    notice: Notice | None,
-    inputs: PlanInputs | None,
+    poll: Polled,
     stopped_teams: Iterable[str],
     unfinished: frozenset[str | None],
 ) -> bool:
     """Whether a poll's show must go through phases 5–6 (see the module docstring)."""
-    if not unchanged or notice is not None or inputs is None or settings.github_enabled:
+    inputs = poll.inputs
+    if not poll.unchanged or poll.notice is not None or inputs is None:
         return True
-    if show in unfinished or None in unfinished:
+    if settings.github_enabled or poll.show in unfinished or None in unfinished:
         return True
     return inputs.quiet_plan != plan_key(settings, inputs, stopped_teams)
 

@@ -25,6 +25,36 @@ _FETCH_COLUMNS = (
 )
 
 
+def _poll_state_query() -> sa.Select[Any]:
+    newest = sa.func.max(deliveries.c.id)
+    head = sa.select(newest).where(deliveries.c.show == shows.c.name).scalar_subquery()
+    unnamed = sa.select(newest).where(deliveries.c.show.is_(None)).scalar_subquery()
+    episodes = (
+        sa.select(episode_versions.c.version)
+        .where(episode_versions.c.show_id == shows.c.id)
+        .scalar_subquery()
+    )
+    return sa.select(
+        *_FETCH_COLUMNS,
+        shows.c.subscriptions_version,
+        shows.c.quiet_plan,
+        episodes.label("episodes_version"),
+        head.label("ledger_head"),
+        unnamed.label("unnamed_head"),
+    ).where(shows.c.name == sa.bindparam("show"))
+
+
+# Every poll runs these two statements once per show. Built once, with bound parameters:
+# building a statement and computing its cache key each call cost more CPU than running it
+# (SQLAlchemy memoizes the key on the statement object).
+_POLL_STATE = _poll_state_query()
+_SAVE_FETCH_STATE = (
+    sa.update(shows)
+    .where(shows.c.name == sa.bindparam("show"))
+    .values({c.name: sa.bindparam(f"new_{c.name}", type_=c.type) for c in _FETCH_COLUMNS})
+)
+
+
 def _fetch_state(row: Any) -> FetchState:
     return FetchState(
         etag=row.etag,
@@ -123,24 +153,8 @@ class ShowsMixin:
         """The fetch state and what the store says about the show's plan inputs, in one
         statement: their versions, the newest ledger rows (one index probe each) and the key
         of the last plan that found nothing due."""
-        newest = sa.func.max(deliveries.c.id)
-        head = sa.select(newest).where(deliveries.c.show == shows.c.name).scalar_subquery()
-        unnamed = sa.select(newest).where(deliveries.c.show.is_(None)).scalar_subquery()
-        episodes = (
-            sa.select(episode_versions.c.version)
-            .where(episode_versions.c.show_id == shows.c.id)
-            .scalar_subquery()
-        )
-        query = sa.select(
-            *_FETCH_COLUMNS,
-            shows.c.subscriptions_version,
-            shows.c.quiet_plan,
-            episodes.label("episodes_version"),
-            head.label("ledger_head"),
-            unnamed.label("unnamed_head"),
-        ).where(shows.c.name == show)
         with self._db.transaction(f"reading fetch state of {show!r}", write=False) as conn:
-            row = conn.execute(query).first()
+            row = conn.execute(_POLL_STATE, {"show": show}).first()
         if row is None:
             return FetchState(), PlanInputs()
         inputs = PlanInputs(
@@ -174,7 +188,8 @@ class ShowsMixin:
         }
 
         def write(conn: sa.Connection) -> None:
-            updated = conn.execute(sa.update(shows).where(shows.c.name == show).values(values))
+            params = {f"new_{name}": value for name, value in values.items()}
+            updated = conn.execute(_SAVE_FETCH_STATE, {"show": show, **params})
             if updated.rowcount == 0:
                 insert_show(conn, show, **values)
 
