@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 import isodate
 
 from digests.models import Episode, ParsedSource, PullRequestRef, RawEntry
-from digests.parse.text import paragraphs, squash, stable_guid
+from digests.parse.text import MAX_TEXT, paragraphs, squash, stable_guid
 from digests.types import UNKNOWN_DATE
 from digests.update import feed_order_dates
 
@@ -127,9 +127,15 @@ def transcript(text: str) -> str:
     return _cleaned(text, paragraphs)[0]
 
 
-def _cleaned(text: str, normalise: Callable[[str], str]) -> tuple[str, str]:
+def _cleaned(
+    text: str, normalise: Callable[[str], str], normalised: bool = False
+) -> tuple[str, str]:
     """``text`` without boilerplate, normalised; and its lower-case, which the PR scan
-    needs too (text from our own parsers is already normalised, so it is lowered once)."""
+    needs too (text from our own parsers is already normalised, so it is lowered once).
+
+    ``normalised``: ``text`` is ``normalise``'s output already, unless a cap cut it (what
+    is cut is exactly ``MAX_TEXT`` long), so normalising it again would give it back.
+    """
     lower = text.lower()
     if (
         "crawler page" in lower
@@ -139,6 +145,8 @@ def _cleaned(text: str, normalise: Callable[[str], str]) -> tuple[str, str]:
     ):
         clean = normalise(_BOILERPLATE.sub("", text))
         return clean, clean.lower()
+    if normalised and len(text) < MAX_TEXT:
+        return text, lower
     clean = normalise(text)
     return clean, (lower if clean == text else clean.lower())
 
@@ -292,46 +300,31 @@ _RFC822_FAST = re.compile(
 )
 
 
+# The same, exactly as nearly every feed writes it (ASCII, two-digit day, seconds, GMT,
+# UTC or a numeric zone): read by one fullmatch, which costs less than testing each
+# position in Python.
+_RFC822_USUAL = re.compile(
+    r"[A-Za-z]{3}, ([0-9]{2}) ([A-Za-z]{3}) ([0-9]{4}) ([0-9]{2}):([0-9]{2}):([0-9]{2}) "
+    r"(?:GMT|UTC|[+-]0000|([+-])([0-9]{2})([0-9]{2}))"
+)
+
+
 def _rfc822_usual(v: str) -> datetime | None:
-    """``Mon, 05 Oct 2026 13:00:40 GMT`` / ``+0200`` by position: how nearly every feed
-    dates items, read without a regex. Anything else is left to ``_rfc822`` and ``_iso``."""
-    n = len(v)
-    if not (
-        (n == 29 or n == 31)
-        and v[3] == ","
-        and v[4] == " "
-        and v[7] == " "
-        and v[11] == " "
-        and v[16] == " "
-        and v[19] == ":"
-        and v[22] == ":"
-        and v[25] == " "
-        and v.isascii()
-    ):
+    """``Mon, 05 Oct 2026 13:00:40 GMT`` / ``+0200``: how nearly every feed dates items.
+    Anything else is left to ``_rfc822`` and ``_iso``."""
+    m = _RFC822_USUAL.fullmatch(v)
+    if m is None:
         return None
-    digits = v[5:7] + v[12:16] + v[17:19] + v[20:22] + v[23:25]
-    month = _MONTHS.get(v[8:11].lower())
-    if month is None or not digits.isdigit() or not (v[:3] + v[8:11]).isalpha():
-        return None
-    zone = v[26:]
-    if zone == "GMT" or zone == "UTC" or zone == "+0000" or zone == "-0000":
-        offset = 0
-    elif n == 31 and zone[0] in "+-" and zone[1:].isdigit():
-        offset = int(zone[1:3]) * 60 + int(zone[3:5])
-        offset = offset if zone[0] == "+" else -offset
-    else:
+    day, mon, year, hh, mm, ss, sign, oh, om = m.groups()
+    month = _MONTHS.get(mon.lower())
+    if month is None:
         return None
     try:
-        parsed = datetime(
-            int(v[12:16]),
-            month,
-            int(v[5:7]),
-            int(v[17:19]),
-            int(v[20:22]),
-            int(v[23:25]),
-            tzinfo=UTC,
-        )
-        return parsed - timedelta(minutes=offset) if offset else parsed
+        parsed = datetime(int(year), month, int(day), int(hh), int(mm), int(ss), tzinfo=UTC)
+        if sign:
+            offset = int(oh) * 60 + int(om)
+            return parsed - timedelta(minutes=offset if sign == "+" else -offset)
+        return parsed
     except (ValueError, OverflowError):
         return None
 
@@ -412,6 +405,24 @@ _FULL_STOP_END = re.compile(
 )
 
 
+# A PullRequestRef made through its slots: a frozen dataclass's __init__ sets each field
+# with object.__setattr__, and that is most of the cost of the tens of thousands of refs a
+# large feed makes. The same record (equal, same repr); only the extractor makes them so.
+_REF_FIELDS = vars(PullRequestRef)
+_SET_NUMBER = _REF_FIELDS["number"].__set__
+_SET_URL = _REF_FIELDS["url"].__set__
+_SET_CONTEXT = _REF_FIELDS["context"].__set__
+_new = object.__new__
+
+
+def _ref(number: int, url: str, context: str) -> PullRequestRef:
+    ref: PullRequestRef = _new(PullRequestRef)
+    _SET_NUMBER(ref, number)
+    _SET_URL(ref, url)
+    _SET_CONTEXT(ref, context)
+    return ref
+
+
 def pull_requests(text: str, repo: str) -> tuple[PullRequestRef, ...]:
     """Every PR the text names, in order of first mention, no repeats, with its sentence."""
     return tuple(_pull_requests(text, repo))
@@ -439,31 +450,26 @@ def _pull_requests(
         return []
     if len(found) > 1:
         found.sort()  # by position: positions are distinct, so nothing else is compared
-    if normalised:
-        starts = _paragraph_sentence_starts(text, found[0][0], found[-1][0])
-    else:
-        starts = [0, *[m.end() for m in _SENTENCE_END.finditer(text)], len(text) + 1]
+    sentence = _NormalisedSentences(text) if normalised else _SentenceList(text)
     base = f"https://github.com/{repo}/pull/"
     seen: set[str] = set()
     refs: list[PullRequestRef] = []
-    sentences: dict[int, str] = {}
-    i = 0
+    start = end = -1
+    whole = ""
     for pos, number, url in found:
         url = url or base + str(number)
         if url in seen:
             continue
         seen.add(url)
-        while starts[i + 1] <= pos:
-            i += 1
-        whole = sentences.get(i)
-        if whole is None:
-            whole = text[starts[i] : starts[i + 1]].rstrip()
+        if pos >= end:
+            # Mentions come in text order: a sentence is looked up once, when the first
+            # mention past the last one's sentence arrives.
+            start, end = sentence(text, pos)
+            whole = text[start:end].rstrip()
             # Inside a normalised paragraph every space is single already.
-            sentences[i] = whole = whole if normalised else squash(whole)
+            whole = whole if normalised else squash(whole)
         refs.append(
-            PullRequestRef(
-                number, url, whole if len(whole) <= MAX_CONTEXT else _clip(whole, pos - starts[i])
-            )
+            _ref(number, url, whole if len(whole) <= MAX_CONTEXT else _clip(whole, pos - start))
         )
         if len(refs) >= MAX_PULL_REQUESTS:
             break
@@ -518,37 +524,89 @@ def _named(found: Sequence[PullRequestRef], text: str, repo: str) -> int:
     return count if count > len(found) else 0
 
 
-def _paragraph_sentence_starts(text: str, first: int, last: int) -> list[int]:
-    """Sentence starts of normalised ``text`` in the paragraphs from the one holding
-    position ``first`` to the one holding ``last``, ending with one past the last end.
+class _SentenceList:
+    """Sentences of any text, found by one scan of it: ``(start, end)`` of the one holding
+    a position, ``text[start:end]`` the sentence with what follows it up to the next."""
+
+    def __init__(self, text: str) -> None:
+        self.starts = [0, *[m.end() for m in _SENTENCE_END.finditer(text)], len(text) + 1]
+        self.i = 0
+
+    def __call__(self, text: str, pos: int) -> tuple[int, int]:
+        starts = self.starts
+        i = self.i
+        while starts[i + 1] <= pos:
+            i += 1
+        self.i = i
+        return starts[i], starts[i + 1]
+
+
+class _NormalisedSentences:
+    """Sentences of normalised ``text``, as ``_SentenceList`` finds them, looked up near
+    each mention instead of scanning every sentence.
 
     In normalised text every paragraph start ends a ``_SENTENCE_END`` match and no match
-    reaches across a paragraph, so paragraphs are scanned alone (those without a mention
-    before ``first`` and after ``last`` not at all) with the same sentences as a scan of
-    the whole text.
+    reaches across a paragraph. In a paragraph whose only sentence mark is the full stop,
+    a sentence ends where a ``_FULL_STOP_END`` match ends, and what such a match covers
+    after its full stop (closing quotes, spaces) holds no full stop and no mention: the
+    sentence holding a mention starts where the last match before it ends (or at its
+    paragraph's start, whichever is later) and ends where the first match after it ends
+    (or at its paragraph's end, whichever is sooner).
     """
-    para = text.rfind("\n\n", 0, first)
-    para = para + 2 if para >= 0 else 0
-    stop = text.find("\n\n", last)
-    stop = len(text) if stop < 0 else stop
-    starts = [para]
-    while True:
-        end = text.find("\n\n", para, stop)
-        end = stop if end < 0 else end
-        if (
-            text.find("!", para, end) < 0
-            and text.find("?", para, end) < 0
-            and (text.isascii() or text.find("…", para, end) < 0)
-        ):
-            starts.extend([m.end() for m in _FULL_STOP_END.finditer(text, para, end)])
-        else:
-            starts.extend([m.end() for m in _SENTENCE_END.finditer(text, para, end)])
-        if end >= stop:
-            break
-        para = end + 2
-        starts.append(para)
-    starts.append(stop + 1)  # past the last sentence, which ends at stop (text end or \n)
-    return starts
+
+    def __init__(self, text: str) -> None:
+        # Most texts have no "!", "?" or "…" at all: then no paragraph needs checking.
+        self.plain = (
+            "!" not in text and "?" not in text and (text.isascii() or "…" not in text)
+        )
+
+    def __call__(self, text: str, pos: int) -> tuple[int, int]:
+        """(start, end) of the sentence holding ``pos`` (a mention: no space, no quote, no
+        full stop); ``text[start:end].rstrip()`` is the sentence."""
+        if not self.plain:
+            para = text.rfind("\n\n", 0, pos)
+            para = para + 2 if para >= 0 else 0
+            stop = text.find("\n\n", pos)
+            stop = len(text) if stop < 0 else stop
+            if (
+                text.find("!", para, stop) >= 0
+                or text.find("?", para, stop) >= 0
+                or (not text.isascii() and text.find("…", para, stop) >= 0)
+            ):
+                return _marked_sentence(text, pos, para, stop)
+        start = 0
+        dot = pos
+        while (dot := text.rfind(".", 0, dot)) >= 0:
+            m = _FULL_STOP_END.match(text, dot)
+            if m is not None:
+                start = m.end()
+                break
+        # A match ending the paragraph before ends at this one's start; a break after
+        # the match found means the sentence starts the paragraph.
+        brk = text.rfind("\n\n", start, pos)
+        if brk >= 0:
+            start = brk + 2
+        end = len(text)
+        dot = pos
+        while (dot := text.find(".", dot)) >= 0:
+            m = _FULL_STOP_END.match(text, dot)
+            if m is not None:
+                end = m.end()
+                break
+            dot += 1
+        # The sentence stops at its paragraph's end (a match may reach into the next).
+        brk = text.find("\n\n", pos, end)
+        return start, (brk if brk >= 0 else end)
+
+
+def _marked_sentence(text: str, pos: int, para: int, stop: int) -> tuple[int, int]:
+    """The sentence holding ``pos`` in the paragraph ``text[para:stop]``, any mark."""
+    start = para
+    for m in _SENTENCE_END.finditer(text, para, stop):
+        if m.end() > pos:
+            return start, m.end()
+        start = m.end()
+    return start, stop
 
 
 def _clip(sentence: str, at: int) -> str:
@@ -576,8 +634,12 @@ def extract_entry(
     entry: RawEntry, guid: str, show: str, repo: str, names: list[tuple[str, str]]
 ) -> Episode:
     """One raw entry's episode: the text work (sentences, PR mentions, headline, date)."""
-    description, description_lower = _cleaned(entry.description, squash)
-    text, lower = _cleaned(entry.transcript, paragraphs)
+    # A feed reader's text is normalised already: a paragraph of it is squashed too.
+    done = entry.normalised
+    description, description_lower = _cleaned(
+        entry.description, squash, done and "\n" not in entry.description
+    )
+    text, lower = _cleaned(entry.transcript, paragraphs, done)
     if description:
         # One scan of both, a paragraph break between them: the summary's PRs first,
         # then the transcript's not named yet, each with its own sentence.

@@ -138,6 +138,9 @@ class RawEntry:
     transcripts: tuple[TranscriptLink, ...] = ()
     chapters_url: str | None = None
     raw_hash: str | None = None  # of the item's bytes, when the parse was asked to hash
+    # The description and transcript are already as ``paragraphs`` leaves them (the feed
+    # reader's are): extraction then need not normalise them again unless a cap cut them.
+    normalised: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -504,6 +504,7 @@ def _rss_item(
         transcripts=tuple(transcripts),
         chapters_url=chapters,
         raw_hash=raw_hash,
+        normalised=True,
     )
 
 
@@ -596,4 +597,5 @@ def _atom_entry(
         transcripts=tuple(transcripts),
         chapters_url=chapters,
         raw_hash=raw_hash,
+        normalised=True,
     )
