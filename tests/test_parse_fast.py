@@ -115,6 +115,83 @@ def test_sentences_found_per_paragraph_equal_a_scan_of_the_whole_text() -> None:
     assert checked > 1000  # the generator does name PRs
 
 
+_SENTENCE_PIECES = [
+    "Word", "word", "PR 12", "#7", " ", ". ", ".", "! ", "? ", "… ", '." ', ".) ", "e.g. ",
+    "No. ", "vs. ", "2.5", "github.com/o/r/pull/3", "\n\n", "Next", "(Aside", '"Quote',
+]  # fmt: skip
+
+
+def test_sentences_looked_up_near_a_mention_equal_those_of_a_full_scan() -> None:
+    """Every position a mention can start at (no space, quote, bracket or full stop) in
+    normalised text lies in the same sentence either way."""
+    rng = random.Random(20261201)
+    checked = 0
+    for _ in range(3_000):
+        text = transcript("".join(rng.choice(_SENTENCE_PIECES) for _ in range(rng.randint(1, 40))))
+        near, scan = extract._NormalisedSentences(text), extract._SentenceList(text)
+        for pos, char in enumerate(text):
+            if char.isspace() or char in "\"'()[].":
+                continue
+            start, end = near(text, pos)
+            s_start, s_end = scan(text, pos)
+            assert (start, text[start:end].rstrip()) == (s_start, text[s_start:s_end].rstrip()), (
+                repr(text),
+                pos,
+            )
+            checked += 1
+    assert checked > 50_000
+
+
+def test_usual_rfc822_fast_path_agrees_with_email_utils_on_generated_dates() -> None:
+    rng = random.Random(5)
+    pieces = [
+        "Mon", "mon", "Thu", "Foo", ", ", ",", " ", "  ", "05", "5", "29", "45", "Oct", "oct",
+        "Feb", "Xyz", "2026", "2024", "1999", "9999", "13", "23", "59", "60", ":", "GMT", "UTC",
+        "gmt", "EST", "+0000", "-0000", "+0530", "-1200", "+05:30", "+9999",
+    ]  # fmt: skip
+    fast_ones = 0
+    for _ in range(20_000):
+        if rng.random() < 0.5:
+            value = (
+                f"{rng.choice(['Mon', 'Tue', 'Sun'])}, {rng.randint(1, 31):02d} "
+                f"{rng.choice(['Jan', 'Feb', 'Oct', 'Dec'])} {rng.randint(1000, 9999):04d} "
+                f"{rng.randint(0, 24):02d}:{rng.randint(0, 60):02d}:{rng.randint(0, 60):02d} "
+                f"{rng.choice(['GMT', 'UTC', '+0000', '-0000', '+0130', '-2359'])}"
+            )
+        else:
+            value = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 14)))
+        fast = extract._rfc822_usual(value)
+        if fast is None:
+            continue
+        fast_ones += 1
+        try:
+            expected = email.utils.parsedate_to_datetime(value).astimezone(UTC)
+        except ValueError:  # a zone of a day or more ("+9999"): email.utils gives up
+            assert abs(int(value[-4:-2]) * 60 + int(value[-2:])) >= 24 * 60, value
+            continue
+        assert fast == expected, value
+    assert fast_ones > 5_000
+
+
+def test_feed_text_is_not_normalised_again_and_gives_the_same_episodes() -> None:
+    """A feed reader's entries say their text is normalised; extraction skips that work and
+    gets what normalising again gets (also for text a cap cut, which it does normalise)."""
+    parsed = parse_bytes(make_feed(200, seed=3), "generated")
+    assert parsed.entries and all(entry.normalised for entry in parsed.entries)
+    cut = dataclasses.replace(parsed.entries[0], transcript="x " * (t.MAX_TEXT // 2))
+    entries = (*parsed.entries, dataclasses.replace(cut, guid="cut"))
+    fresh = ParsedSource(parsed.kind, parsed.show_title, entries)
+    again = ParsedSource(
+        parsed.kind,
+        parsed.show_title,
+        tuple(dataclasses.replace(entry, normalised=False) for entry in entries),
+    )
+    trusted = build_episodes(fresh, "PyTorch", REPO)
+    assert trusted == build_episodes(again, "PyTorch", REPO)
+    cut_episode = next(e for e in trusted if e.guid == "cut")
+    assert cut_episode.transcript == "x " * (t.MAX_TEXT // 2 - 1) + "x"
+
+
 def test_pull_requests_across_paragraphs_keep_their_own_sentences() -> None:
     text = transcript(
         "Intro without numbers. More words here!\n\n"
