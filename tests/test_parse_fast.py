@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import email.utils
+import html
 import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -190,6 +191,41 @@ def test_feed_text_is_not_normalised_again_and_gives_the_same_episodes() -> None
     assert trusted == build_episodes(again, "PyTorch", REPO)
     cut_episode = next(e for e in trusted if e.guid == "cut")
     assert cut_episode.transcript == "x " * (t.MAX_TEXT // 2 - 1) + "x"
+
+
+_MARKUP_PIECES = [
+    "<p>", "</p>", "<em>", "</em>", "<li>", "<br>", "<br/>", '<a href="https://x.test">',
+    '<a href="https://github.com/o/r/pull/5">', "</a>", "<div class=x>", "</div>", "<table>",
+    "<@U123ABC>", "<#C12345|general>", "<!here>", "<!channel>", "<https://x.test|label>",
+    "<http", "a < b", "<", ">", "&amp;", "&lt;p&gt;", "PR 12", "word", " ", "\n", "\n\n",
+]  # fmt: skip
+
+
+def _to_text_general(value: str) -> str:
+    """``to_text`` as it reads markup without the simple-markup shortcut: Slack syntax kept
+    first, then HTML → text."""
+    value = t.cap(value, t.MAX_TEXT * 2)
+    if "<" in value:
+        kept = t._keep_slack_syntax(value)
+        if t.looks_html(kept):
+            return t.cap(t.html_to_text(kept))
+    if "&" in value:
+        value = html.unescape(value)
+        if "<" in value:
+            kept = t._keep_slack_syntax(value)
+            if t.looks_html(kept):
+                return t.cap(t.html_to_text(kept))
+    return t.cap(t.paragraphs(value))
+
+
+def test_simple_markup_needs_no_slack_syntax_kept_on_generated_markup() -> None:
+    rng = random.Random(11)
+    simple = 0
+    for _ in range(10_000):
+        value = "".join(rng.choice(_MARKUP_PIECES) for _ in range(rng.randint(1, 14)))
+        assert t.to_text(value) == _to_text_general(value), repr(value)
+        simple += "<" in value and t._NOT_SIMPLE.search(value) is None
+    assert simple > 500
 
 
 def test_pull_requests_across_paragraphs_keep_their_own_sentences() -> None:

@@ -178,9 +178,16 @@ def to_text(value: str | None) -> str:
         return ""
     value = cap(value, MAX_TEXT * 2)
     if "<" in value:
-        kept = _keep_slack_syntax(value)
-        if looks_html(kept):
-            return cap(html_to_text(kept))
+        if _NOT_SIMPLE.search(value) is None:
+            # Every "<" opens a simple tag, so none starts Slack syntax ("<@", "<#", "<!",
+            # "<http" are none of them): nothing to keep, and the simple path applies.
+            if looks_html(value):
+                simple = _simple_markup_to_text(value)
+                return cap(simple if simple is not None else _lxml_html_to_text(value))
+        else:
+            kept = _keep_slack_syntax(value)
+            if looks_html(kept):
+                return cap(html_to_text(kept))
     if "&" in value:
         # Double-escaped feeds ("&amp;amp;", "&lt;p&gt;" inside CDATA) are common.
         value = html.unescape(value)
@@ -229,6 +236,11 @@ def _simple_html_to_text(markup: str) -> str | None:
     # block tags by paragraph breaks, <br> by a newline, and drop inline tags.
     if _NOT_SIMPLE.search(markup) is not None:
         return None
+    return _simple_markup_to_text(markup)
+
+
+def _simple_markup_to_text(markup: str) -> str | None:
+    """``_simple_html_to_text`` of markup whose every "<" opens a simple tag."""
     if "github.com" in markup and _A_OPEN.search(markup):
         return None  # a PR link's href must survive: lxml path appends it
     text = _LI_OPEN.sub("\n\n- ", markup) if "<l" in markup or "<L" in markup else markup
