@@ -118,7 +118,8 @@ def test_sentences_found_per_paragraph_equal_a_scan_of_the_whole_text() -> None:
 
 _SENTENCE_PIECES = [
     "Word", "word", "PR 12", "#7", " ", ". ", ".", "! ", "? ", "… ", '." ', ".) ", "e.g. ",
-    "No. ", "vs. ", "2.5", "github.com/o/r/pull/3", "\n\n", "Next", "(Aside", '"Quote',
+    "No. ", "vs. ", "Dr. ", "cf. ", "etc. ", "i.e. ", "no. ", "2.5", "github.com/o/r/pull/3",
+    "\n\n", "Next", "(Aside", '"Quote', "[Note", "A. ",
 ]  # fmt: skip
 
 
