@@ -31,6 +31,7 @@ from tests.fixtures.app import (
     build_test_app,
     wait_for,
 )
+from tests.fixtures.control import reply_lines
 from tests.fixtures.store import pause_channel
 from tests.slackfake import SlackFake
 from tests.test_shows_commands import EPISODES, show_settings
@@ -278,15 +279,7 @@ def subs(app: RunningApp) -> list[tuple[str, bool]]:
 
 
 def lines(response: httpx.Response) -> list[str]:
-    body = response.json()
-    assert_valid_message(body)
-    out: list[str] = []
-    for block in body["blocks"]:
-        if "text" in block:
-            out.append(block["text"]["text"])
-        if block["type"] == "context":
-            out += [e["text"] for e in block["elements"]]
-    return out
+    return reply_lines(response.json())
 
 
 def test_an_unknown_show_among_several_changes_nothing(three: RunningApp) -> None:
