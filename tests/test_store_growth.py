@@ -60,6 +60,22 @@ def test_search_ranks_only_the_newest_matches(
     assert {e.show for e in store.search("gather", limit=10, shows=["Triton"])} == {"Triton"}
 
 
+def test_an_unranked_search_is_newest_first_within_the_bound(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No scores (bm25's first call counts each word's matches in the whole archive): the
+    # best match by far comes last, as the oldest; the bound still holds.
+    store.upsert_episodes([_episode("PyTorch", -5, headline="gather gather gather")], START)
+    _fill(store)
+    found = store.search("gather", limit=50, ranked=False)
+    assert [e.published_at for e in found] == sorted((e.published_at for e in found), reverse=True)
+    assert found[-1].guid == "PyTorch--5" and len(found) == 21
+    assert {e.show for e in store.search("gather", shows=["Triton"], ranked=False)} == {"Triton"}
+    assert store.search("gather", shows=["Nobody"], ranked=False) == []
+    monkeypatch.setattr(search, "RANKED_CANDIDATES", 3)
+    assert len(store.search("gather", limit=10, ranked=False)) == 3
+
+
 def test_a_large_upsert_refreshes_the_statistics(store: Store) -> None:
     store.upsert_episodes([_episode("PyTorch", d) for d in range(ANALYZE_AFTER)], START)
     with store._db.engine.connect() as conn:

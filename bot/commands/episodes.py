@@ -32,7 +32,7 @@ from digests.types import PrMention
 
 MAX_MENTIONS = 20
 MAX_SEARCH = 10
-# Episodes with every word, re-ranked phrase first then newest: enough to find the best ten.
+# The newest this many episodes with every word, re-ordered phrase first then newest.
 SEARCH_POOL = 50
 MAX_CONTEXT = 400
 # `nearby <date>` answers with an episode at most this far away; farther is "no episode".
@@ -320,7 +320,11 @@ def search(command: Search, deps: Deps, invocation: Invocation | None = None) ->
     """The phrase first, then every word anywhere, newest first among equals; only when no
     episode has them all, those with some (and the header says so)."""
     shows = scope(command.show, deps, invocation)
-    results = deps.store.search(command.words, limit=SEARCH_POOL, shows=shows, any_words=False)
+    # Newest first, not by score: they are re-ordered phrase first then newest below (a
+    # score's pick of the pool cost its corpus statistics, 11 ms at 100k episodes).
+    results = deps.store.search(
+        command.words, limit=SEARCH_POOL, shows=shows, any_words=False, ranked=False
+    )
     words = escape.truncate(command.words, 60)
     title = msg.SEARCH_TITLE.format(words=words)
     if not results:

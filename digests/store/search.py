@@ -112,9 +112,11 @@ def _postgres_statement(
     limit: int,
     names: Sequence[str] | None,
     strategy: Strategy = "archive",
+    ranked: bool = True,
 ) -> sa.Select[Any]:
-    """The best ``limit`` of the candidates, each row with ``found``: how many candidates
-    there were (a window short of RANKED_CANDIDATES is not the whole answer)."""
+    """The best ``limit`` of the candidates (newest first when not ``ranked``), each row
+    with ``found``: how many candidates there were (a window short of RANKED_CANDIDATES is
+    not the whole answer)."""
     # The words rendered into the statement's text, not bound: psycopg prepares a statement
     # run five times, and PostgreSQL's generic plan for it (any words) then guessed a rare
     # word for every search: a bitmap of all 100k matches sorted (600 ms) instead of the
@@ -127,24 +129,31 @@ def _postgres_statement(
     candidates = _pg_candidates(document, tsquery, names, strategy)
     # The rank is computed out here, for the candidates only: inside, a sort could have it
     # computed for every match first. The count is over every candidate (before the limit).
+    order = (sa.func.ts_rank(document, tsquery).desc(), *NEWEST) if ranked else NEWEST
     return (
         sa.select(*EPISODE_COLUMNS, sa.func.count().over().label("found"))
         .select_from(EPISODES_JOIN.join(candidates, candidates.c.id == episodes.c.id))
-        .order_by(sa.func.ts_rank(document, tsquery).desc(), *NEWEST)
+        .order_by(*order)
         .limit(limit)
     )
 
 
 def _postgres_rows(
-    conn: sa.Connection, tokens: Sequence[str], mode: Mode, limit: int, names: Sequence[str] | None
+    conn: sa.Connection,
+    tokens: Sequence[str],
+    mode: Mode,
+    limit: int,
+    names: Sequence[str] | None,
+    ranked: bool,
 ) -> Sequence[Any]:
     """A scoped search's window first; the index when the window holds fewer matches."""
     if names is None:
-        return conn.execute(_postgres_statement(tokens, mode, limit, None)).all()
-    rows = conn.execute(_postgres_statement(tokens, mode, limit, names, "window")).all()
+        return conn.execute(_postgres_statement(tokens, mode, limit, None, ranked=ranked)).all()
+    window = _postgres_statement(tokens, mode, limit, names, "window", ranked)
+    rows = conn.execute(window).all()
     if rows and rows[0].found >= RANKED_CANDIDATES:
         return rows
-    return conn.execute(_postgres_statement(tokens, mode, limit, names, "index")).all()
+    return conn.execute(_postgres_statement(tokens, mode, limit, names, "index", ranked)).all()
 
 
 def sqlite_match(tokens: Sequence[str], mode: Mode, show_ids: Sequence[int] | None) -> str:
@@ -158,7 +167,11 @@ def sqlite_match(tokens: Sequence[str], mode: Mode, show_ids: Sequence[int] | No
 
 
 def _sqlite_statement(
-    tokens: Sequence[str], mode: Mode, limit: int, show_ids: Sequence[int] | None
+    tokens: Sequence[str],
+    mode: Mode,
+    limit: int,
+    show_ids: Sequence[int] | None,
+    ranked: bool = True,
 ) -> sa.Select[Any]:
     fts = sa.table(SQLITE_FTS_TABLE, sa.column("rowid"))
     fts_name: sa.ColumnElement[Any] = sa.literal_column(SQLITE_FTS_TABLE)
@@ -166,18 +179,21 @@ def _sqlite_statement(
     weights: list[sa.ColumnElement[Any]] = [
         sa.literal_column(w) for w in ("10.0", "4.0", "1.0", "0.0")
     ]
-    rank = sa.func.bm25(fts_name, *weights)
     match = fts_name.op("MATCH")(sqlite_match(tokens, mode, show_ids))
     # FTS5 reads a term's matches in rowid order either way, so ``rowid DESC LIMIT n`` stops
-    # after n; bm25 is only computed for those. The shows are part of the MATCH: the index
-    # intersects their posting lists with the words' (a show's episodes probed one by one,
-    # or every match in the archive checked for its show, grew with the archive).
-    inner = sa.select(fts.c.rowid.label("id"), rank.label("score")).select_from(fts).where(match)
+    # after n. The shows are part of the MATCH: the index intersects their posting lists
+    # with the words' (a show's episodes probed one by one, or every match in the archive
+    # checked for its show, grew with the archive). bm25 is computed for the candidates
+    # only, but its first call counts every match of each word in the whole archive (its
+    # IDF): 11 ms for two words in all of 100k episodes, hence not at all when not ranked.
+    score = sa.func.bm25(fts_name, *weights) if ranked else sa.null()
+    inner = sa.select(fts.c.rowid.label("id"), score.label("score")).select_from(fts).where(match)
     candidates = inner.order_by(fts.c.rowid.desc()).limit(RANKED_CANDIDATES).subquery("candidates")
+    order = (candidates.c.score, *NEWEST) if ranked else NEWEST
     return (
         sa.select(*EPISODE_COLUMNS)
         .select_from(EPISODES_JOIN.join(candidates, candidates.c.id == episodes.c.id))
-        .order_by(candidates.c.score, *NEWEST)
+        .order_by(*order)
         .limit(limit)
     )
 
@@ -201,12 +217,15 @@ class SearchMixin:
         shows: Sequence[str] | None = None,
         *,
         any_words: bool = True,
+        ranked: bool = True,
     ) -> list[Episode]:
         """Full text over headline, summary, transcript (FTS5 / PostgreSQL), ranked.
 
         The query is only ever a list of words: episodes with all of them first; if none
         has all, episodes with any of them, best match first (not with ``any_words`` off:
-        then only those with all of them).
+        then only those with all of them). With ``ranked`` off, newest first (the newest
+        ``limit`` of the newest RANKED_CANDIDATES matches): for a caller that orders them
+        itself, without the cost of scores it would not use.
         """
         tokens = search_tokens(query)
         limit = min(limit, MAX_SEARCH_LIMIT)
@@ -220,9 +239,10 @@ class SearchMixin:
                 return []  # none of the shows is known: nothing can match
             for mode in modes:
                 if postgres:
-                    rows = _postgres_rows(conn, tokens, mode, limit, shows)
+                    rows = _postgres_rows(conn, tokens, mode, limit, shows, ranked)
                 else:
-                    rows = conn.execute(_sqlite_statement(tokens, mode, limit, show_ids)).all()
+                    statement = _sqlite_statement(tokens, mode, limit, show_ids, ranked)
+                    rows = conn.execute(statement).all()
                 if rows:
                     return hydrate(conn, rows)
         return []
