@@ -300,6 +300,24 @@ def test_search_wants_every_word_and_says_when_it_settles_for_some(
     assert listed(some) == ["triton-2026-10-04"]
 
 
+def test_a_one_word_search_that_finds_nothing_asks_the_store_once(
+    shows_app: RunningApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    search = shows_app.store.search
+
+    def counted(words: str, *args: Any, **kwargs: Any) -> list[Episode]:
+        calls.append(words)
+        return search(words, *args, **kwargs)
+
+    monkeypatch.setattr(shows_app.store, "search", counted)
+    assert "xylophone" in text_of(ask(shows_app, "search xylophone", channel=OTHER))
+    assert calls == ["xylophone"]  # "some of the words" would be the same search again
+    some = ask(shows_app, "search autotuner xylophone", channel=OTHER)
+    assert listed(some) == ["triton-2026-10-04"]
+    assert calls[1:] == ["autotuner xylophone"] * 2
+
+
 # -- item 6: pr keeps the link's repository ----------------------------------------------
 
 

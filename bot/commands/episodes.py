@@ -327,15 +327,17 @@ def search(command: Search, deps: Deps, invocation: Invocation | None = None) ->
     )
     words = escape.truncate(command.words, 60)
     title = msg.SEARCH_TITLE.format(words=words)
-    if not results:
+    wanted = title_words(command.words)
+    # One distinct word: "some of the words" would be the same search again (1 ms at 100k
+    # episodes for a word the show's episodes never have).
+    if not results and len(set(wanted)) > 1:
         results = deps.store.search(command.words, limit=MAX_SEARCH, shows=shows)
         title = msg.SOME_WORDS.format(words=words)
     if not results:
         return nothing(msg.NOTHING_FOUND.format(words=escape.mrkdwn(words.replace("`", "'"))))
     if title == msg.SEARCH_TITLE.format(words=words):
-        wanted = title_words(command.words)
-        # Phrase first, then newest: bm25's tiny differences between two episodes with the
-        # same words are no reason to put last week's above today's.
+        # Phrase first, then newest: no score's tiny differences between two episodes with
+        # the same words put last week's above today's.
         results = sorted(
             results,
             key=lambda e: (min(_phrase_rank(wanted, e), 1), -e.published_at.timestamp()),
