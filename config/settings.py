@@ -180,6 +180,9 @@ class Settings(BaseSettings):
     # With token rotation on, a token is refreshed this long before it expires (Slack's
     # tokens live 12 hours).
     slack_token_refresh_minutes: int = Field(default=120, ge=1, le=11 * 60)
+    # The first wait before retrying a Slack 5xx or a failed connection; each retry doubles
+    # it, plus a random jitter of up to twice it (slack_sdk's own backoff at 0.5).
+    slack_retry_seconds: float = Field(default=0.5, ge=0, le=30)
     database_url: str = "sqlite:///digestbot.sqlite3"
     # GitHub: PR titles and states. Asked only when enabled: `github = true` in the file, or
     # GITHUB_TOKEN / GITHUB_API_URL set; `github = false` turns it off whatever is set.
