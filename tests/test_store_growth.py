@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 
-from digests.models import Episode
+from digests.models import Episode, PullRequestRef
 from digests.store import Store, search
 from digests.store.episodes import ANALYZE_AFTER
 
@@ -74,6 +74,29 @@ def test_an_unranked_search_is_newest_first_within_the_bound(
     assert store.search("gather", shows=["Nobody"], ranked=False) == []
     monkeypatch.setattr(search, "RANKED_CANDIDATES", 3)
     assert len(store.search("gather", limit=10, ranked=False)) == 3
+
+
+def test_a_search_reads_pull_requests_only_for_the_episodes_picked(store: Store) -> None:
+    pr = PullRequestRef(7, "https://github.com/o/r/pull/7", "PR 7 gathers.")
+    store.upsert_episodes(
+        [
+            _episode("PyTorch", d, transcript="gather").model_copy(update={"pull_requests": (pr,)})
+            for d in range(5)
+        ],
+        START,
+    )
+    pools: list[list[Episode]] = []
+
+    def pick(pool: list[Episode]) -> list[Episode]:
+        pools.append(pool)
+        return pool[::-2]
+
+    found = store.search("gather", limit=50, ranked=False, pick=pick)
+    assert [e.guid for e in pools[0]] == [f"PyTorch-{d}" for d in (4, 3, 2, 1, 0)]
+    assert all(e.pull_requests == () for e in pools[0])
+    assert [e.guid for e in found] == ["PyTorch-0", "PyTorch-2", "PyTorch-4"]
+    assert all(e.pull_requests == (pr,) for e in found)
+    assert store.search("gather", shows=["Nobody"], pick=pick) == [] and len(pools) == 1
 
 
 def test_a_large_upsert_refreshes_the_statistics(store: Store) -> None:

@@ -120,9 +120,11 @@ _HYDRATED = (
 )
 
 
-def hydrate(conn: sa.Connection, rows: Sequence[Any]) -> list[Episode]:
+def hydrate(
+    conn: sa.Connection, rows: Sequence[Any], *, pull_requests: bool = True
+) -> list[Episode]:
     """Rows of one statement (with ``EPISODE_COLUMNS``) → Episodes, PRs fetched in one
-    query per chunk."""
+    query per chunk (none read, and none on the Episodes, without ``pull_requests``)."""
     if not rows:
         return []
     # The columns by position, found once: a Row's attribute lookup by name costs about
@@ -132,7 +134,7 @@ def hydrate(conn: sa.Connection, rows: Sequence[Any]) -> list[Episode]:
     values = [take(row) for row in rows]
     ids = [v[0] for v in values]
     prs: dict[int, list[PullRequestRef]] = {}
-    for chunk in chunks(ids):
+    for chunk in chunks(ids) if pull_requests else ():
         for pr in conn.execute(
             sa.select(
                 episode_prs.c.episode_id,
