@@ -17,13 +17,21 @@ from __future__ import annotations
 import compileall
 import fcntl
 import os
+import sys
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures.store import POSTGRES_ENV, vacuum_catalogs
+# Where PYTHONDONTWRITEBYTECODE is set, pytest rewrites the asserts of every test module and
+# fixture module from source in every worker of every run and keeps nothing (~4 s of CPU a
+# worker, half of collecting). This process may cache what it compiles, from here on (before
+# the fixture modules below): pytest reads a cached module whatever the flag says, checked
+# against the source's mtime and size; the bot's subprocesses keep the environment's flag.
+sys.dont_write_bytecode = False
+
+from tests.fixtures.store import POSTGRES_ENV, vacuum_catalogs  # noqa: E402
 
 _ROOT = Path(__file__).resolve().parents[1]
 
