@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from datetime import UTC, datetime
 
@@ -28,6 +29,19 @@ def open_store(settings: Settings, *, wait: float | None = None) -> Store:
     for show in settings.shows:
         store.ensure_show(show.name, settings.feed_location(show), show.repo)
     return store
+
+
+def settle_heap() -> None:
+    """After startup, before the first request: what startup built (modules, the app, the
+    store's engine) is kept for the process's life, so the collector stops walking it.
+
+    Every answer leaves a few thousand objects promoted to the oldest generation, and
+    about every tenth one set off a full collection of the whole heap (some 136,000
+    objects, 70-80 ms of CPU: `/episodes week` CPU p95 84-105 ms against a p50 of 18-21);
+    frozen, a full collection walks only what requests made (p95 19-25 ms).
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def sync_config_channels(

@@ -12,7 +12,14 @@ from datetime import datetime
 from typing import TextIO
 from zoneinfo import ZoneInfo
 
-from bot.runtime import REQUEST_DB_WAIT, open_store, resolve_team_id, sync_config_channels, utcnow
+from bot.runtime import (
+    REQUEST_DB_WAIT,
+    open_store,
+    resolve_team_id,
+    settle_heap,
+    sync_config_channels,
+    utcnow,
+)
 from config.settings import Settings
 from digests.errors import ConfigError, SlackError
 from digests.render import Message, Renderer
@@ -71,6 +78,7 @@ async def _web(settings: Settings, stop: asyncio.Event, sock: socket.socket | No
 
     store = await asyncio.to_thread(lambda: open_store(settings, wait=REQUEST_DB_WAIT))
     app = build_app(settings, store, Renderer.of(settings))
+    settle_heap()
     try:
         if settings.slack_app_token:
             from bot.socket_mode import start_socket_mode

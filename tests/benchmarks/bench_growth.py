@@ -14,6 +14,8 @@ The same answers at every size in one run, so the growth column compares like wi
 ``--keep DIR`` keeps the seeded databases for the next run (SQLite files in DIR, PostgreSQL
 schemas ``growth_keep_<size>``): a database already holding its size is not seeded again,
 only migrated by ``Store.open`` — so a run on newer code measures the same rows, migrated.
+The heap is settled before timing as ``serve`` settles it after startup
+(``bot.runtime.settle_heap``): a full collection of the startup heap is not a request's cost.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from bot.commands import Deps, Invocation, answer
+from bot.runtime import settle_heap
 from config.settings import ChannelConfig, Settings, ShowConfig
 from digests.models import Episode, PullRequestRef
 from digests.recap import aggregate, week_of
@@ -221,6 +224,7 @@ def measure(url: str, size: int, repeat: int) -> dict[str, Timing]:
         newest = seed(store, size)
         now = newest + timedelta(hours=2)
         deps = Deps(settings, store, Renderer(tz=settings.tz), lambda: now)
+        settle_heap()  # as `serve` does before its first request
         results: dict[str, Timing] = {}
         for channel in (ALL_CHANNEL, ONE_CHANNEL):
             invocation = Invocation(TEAM, channel, "U0BENCH")
