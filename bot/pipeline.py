@@ -29,7 +29,7 @@ from typing import Literal, TextIO, TypeVar
 
 import httpx
 
-from bot.catalog import feed_cap, feed_policy, live
+from bot.catalog import feed_cap, feed_policy
 from bot.delivery import Deliverer, Delivery, DeliveryReport
 from bot.enrichment import start_enrichment
 from bot.ingest import FeedRequest, parse_limit, read_feed
@@ -42,7 +42,16 @@ from bot.plan import (
     plan_state,
     render_due,
 )
-from bot.poll_state import failed_state, needs_plan, polled_state, quiet_after
+from bot.poll_state import (
+    PollBook,
+    cycle_start,
+    failed_state,
+    needs_plan,
+    polled_state,
+    quiet_after,
+    record_notices,
+    save_polled,
+)
 from config.settings import Settings, ShowConfig
 from digests.decide import feed_notice
 from digests.errors import DigestError, StoreError
@@ -162,11 +171,16 @@ async def poll_show(
     now: datetime,
     *,
     parse_gate: asyncio.Semaphore | None = None,
+    book: PollBook | None = None,
 ) -> PollResult:
     """Phases 1–4 for one show: fetch, parse, extract and store its feed; record how it went.
 
-    ``parse_gate`` bounds the parses at once (see ``bot.ingest``)."""
-    before, inputs = await _db(lambda: store.poll_state(show.name))
+    ``parse_gate`` bounds the parses at once (see ``bot.ingest``); ``book``, the cycle's
+    fetch states, read already and (a 304's) written later (``bot.poll_state``)."""
+    if book is not None:
+        before, inputs = book.state(show.name)
+    else:
+        before, inputs = await _db(lambda: store.poll_state(show.name))
     request = FeedRequest(
         settings.feed_location(show),
         feed_cap(settings, show),  # added from Slack: their own cap and public addresses only
@@ -199,7 +213,8 @@ async def poll_show(
         notice = feed_notice(show.name, before, after)
         return PollResult(show.name, "failed", error=after.last_error, state=after, notice=notice)
     after = polled_state(settings, before, read, now)
-    await _db(lambda: store.save_fetch_state(show.name, after))
+    if book is None or not book.defer(show.name, before, after, read.fetched.status):
+        await _db(lambda: store.save_fetch_state(show.name, after))
     added = tuple(u.episode for u in upserts if u.status == EpisodeStatus.NEW)
     return PollResult(
         show.name,
@@ -265,32 +280,6 @@ async def deliver_cycle(store: Store, deliverer: Deliverer, plans: Sequence[Show
     return report
 
 
-async def record_notices(store: Store, report: RunReport) -> None:
-    """Remember a feed's failure was announced (or its recovery) once a notice is out.
-
-    Not while any channel's copy is still owed (a transient failure, another clock
-    mid-post): the next poll then makes the same notice again, under the same key, and the
-    ledger sends it only where it is missing. Channels that refused it for good (archived,
-    a revoked token) do not hold the others back.
-    """
-    d = report.delivery
-    done = {i[3] for i in [*d.posted, *d.recovered, *d.unchanged] if i[2] == "notice"}
-    owed = {i[3] for i in [*d.deferred, *d.busy] if i[2] == "notice"}
-    tried = {
-        i[3]
-        for i in [*d.posted, *d.recovered, *d.unchanged, *d.failed, *d.held, *d.busy]
-        if i[2] == "notice"
-    }
-    for poll in report.polls:
-        notice = poll.notice
-        if notice is None or notice.key in owed:
-            continue
-        if notice.key not in done and notice.key in tried:
-            continue  # refused everywhere it was tried, not merely nobody to tell
-        state = replace(poll.state, failing_notified=notice.kind == "failing")
-        await asyncio.to_thread(store.save_fetch_state, poll.show, state)
-
-
 # -- the cycle ------------------------------------------------------------------------------
 
 
@@ -307,6 +296,7 @@ class Cycle:
     gate: asyncio.Semaphore
     parse_gate: asyncio.Semaphore
     unfinished: frozenset[str | None] = frozenset()  # shows with ledger rows still owed
+    book: PollBook | None = None
 
     async def show(self, show: ShowConfig) -> ShowPlan:
         """Phases 1–6 for one show, within the gate and under its lock (PostgreSQL)."""
@@ -332,6 +322,7 @@ class Cycle:
                 show,
                 self.now,
                 parse_gate=self.parse_gate,
+                book=self.book,
             )
             stopped = tuple(self.deliverer.stopped_teams)
             ledger = self.deliverer.ledger
@@ -373,13 +364,15 @@ async def run_once(
     scheduler shares one of each across its jobs, and one ``github`` client (else the cycle
     makes its own when GitHub is enabled).
     """
-    if shows is None:  # every show: the config file's and those added from Slack
-        settings = await _db(lambda: live(settings, store))
-        shows = settings.shows
     own = deliverer is None
     deliverer = deliverer or Deliverer(store, outbox)
+    ledger = deliverer.ledger
     enriching: asyncio.Task[EnrichReport] | None = None
     try:
+        # One thread hop before the polls: every show (the config file's and those added
+        # from Slack, unless ``shows``), the shows with ledger rows owed, every fetch state.
+        start = await _db(lambda: cycle_start(settings, store, ledger, shows))
+        settings, shows, unfinished, book = start
         cycle = Cycle(
             settings,
             store,
@@ -387,11 +380,13 @@ async def run_once(
             now,
             deliverer,
             renderer or Renderer.of(settings),
-            poll_gate or poll_limit(deliverer.ledger),
+            poll_gate or poll_limit(ledger),
             parse_gate or parse_limit(),
-            await _db(deliverer.ledger.unfinished_shows),
+            unfinished,
+            book,
         )
         plans = await asyncio.gather(*(cycle.show(s) for s in shows))
+        await save_polled(store, book)  # before delivery: record_notices writes after it
         # GitHub is asked beside delivery, never before it: digests go out with what is known.
         polled = [p.poll.show for p in plans if p.poll.ok]
         enriching = start_enrichment(settings, store, polled, now, github)

@@ -2,7 +2,9 @@
 and whether an unchanged feed needs planning at all.
 
 A poll starts with one read (``Store.poll_state``: the fetch state and :class:`PlanInputs`)
-and ends with one write (the fetch state). Between them, an unchanged feed (a 304, or a 200
+and ends with one write (the fetch state); in a cycle, a :class:`PollBook` makes them one
+read for every show before the polls and one write for every 304 after them. Between them,
+an unchanged feed (a 304, or a 200
 whose every episode stored as it was) is planned only when something a plan reads may have
 moved since the last plan that found nothing due. What a plan decides over (``bot.plan``)
 and what moves it:
@@ -25,22 +27,81 @@ would find the same nothing: ``digests.decide.decide`` reads no clock.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-from collections.abc import Iterable
-from dataclasses import replace
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
+from bot.catalog import live
+from bot.delivery import DeliveryReport
 from bot.ingest import FeedRead
 from bot.plan import CANDIDATES
-from config.settings import Settings
+from config.settings import Settings, ShowConfig
 from digests.decide import CATCH_UP, next_poll_at
-from digests.errors import DigestError
+from digests.errors import DigestError, StoreError
+from digests.store import Store
+from digests.store.ledger import Ledger
 from digests.types import FetchState, Notice, PlanInputs
+
+log = logging.getLogger(__name__)
 
 # Grows when what a plan decides over, or how, changes: a key stored by an older release
 # then no longer matches, so its first poll plans every show.
 RULES = 1
+
+
+@dataclass
+class PollBook:
+    """A cycle's fetch states: read for all its shows at once (``Store.poll_states``) and,
+    for the feeds that answered 304, written at once once they have (``Store.save_polled``),
+    so a 304 takes no store round trip of its own. Only a 304's: losing one to a crash
+    loses nothing but the poll's time (the next poll asks the same question), while a
+    200's state is written after its episodes are stored, and a failure's at once."""
+
+    read: dict[str, tuple[FetchState, PlanInputs]]
+    polled: list[tuple[str, FetchState, FetchState]] = field(default_factory=list)
+
+    def state(self, show: str) -> tuple[FetchState, PlanInputs]:
+        """A show with no row yet starts from the defaults, as ``Store.poll_state`` says."""
+        return self.read.get(show) or (FetchState(), PlanInputs())
+
+    def defer(self, show: str, before: FetchState, after: FetchState, status: str) -> bool:
+        """Keep a 304's new state for the cycle's one write (False: write it now)."""
+        if status != "not_modified" or show not in self.read:
+            return False  # a show with no row yet is inserted by save_fetch_state
+        self.polled.append((show, before, after))
+        return True
+
+    def take(self) -> list[tuple[str, FetchState, FetchState]]:
+        taken, self.polled = self.polled, []
+        return taken
+
+
+def cycle_start(
+    settings: Settings, store: Store, ledger: Ledger, shows: Sequence[ShowConfig] | None
+) -> tuple[Settings, Sequence[ShowConfig], frozenset[str | None], PollBook]:
+    """What a cycle reads before its polls, in one thread hop: its shows (by default the
+    config file's and those added from Slack), those with ledger rows owed, the book."""
+    if shows is None:
+        settings = live(settings, store)
+        shows = settings.shows
+    book = PollBook(store.poll_states([s.name for s in shows]))
+    return settings, shows, ledger.unfinished_shows(), book
+
+
+async def save_polled(store: Store, book: PollBook) -> None:
+    """The cycle's 304s' fetch states; lost to a database error, they cost the next poll
+    nothing but asking again (the validators were already stored)."""
+    polled = book.take()
+    if not polled:
+        return
+    try:
+        await asyncio.to_thread(store.save_polled, polled)
+    except StoreError as exc:
+        log.warning("saving %d feeds' fetch state failed: %s", len(polled), exc)
 
 
 def failed_state(
@@ -99,7 +160,7 @@ def plan_key(settings: Settings, inputs: PlanInputs, stopped_teams: Iterable[str
 
 
 class Polled(Protocol):
-    """What ``needs_plan`` reads of a poll (``bot.pipeline.PollResult``)."""
+    """What ``needs_plan`` and ``record_notices`` read of a poll (``bot.pipeline.PollResult``)."""
 
     @property
     def show(self) -> str: ...
@@ -109,6 +170,17 @@ class Polled(Protocol):
     def notice(self) -> Notice | None: ...
     @property
     def inputs(self) -> PlanInputs | None: ...
+    @property
+    def state(self) -> FetchState: ...
+
+
+class Reported(Protocol):
+    """What ``record_notices`` reads of a cycle's report (``bot.pipeline.RunReport``)."""
+
+    @property
+    def polls(self) -> Sequence[Polled]: ...
+    @property
+    def delivery(self) -> DeliveryReport: ...
 
 
 def needs_plan(
@@ -133,3 +205,29 @@ def quiet_after(
     if inputs is None or due or settings.github_enabled:
         return None
     return plan_key(settings, inputs, stopped_teams)
+
+
+async def record_notices(store: Store, report: Reported) -> None:
+    """Remember a feed's failure was announced (or its recovery) once a notice is out.
+
+    Not while any channel's copy is still owed (a transient failure, another clock
+    mid-post): the next poll then makes the same notice again, under the same key, and the
+    ledger sends it only where it is missing. Channels that refused it for good (archived,
+    a revoked token) do not hold the others back.
+    """
+    d = report.delivery
+    done = {i[3] for i in [*d.posted, *d.recovered, *d.unchanged] if i[2] == "notice"}
+    owed = {i[3] for i in [*d.deferred, *d.busy] if i[2] == "notice"}
+    tried = {
+        i[3]
+        for i in [*d.posted, *d.recovered, *d.unchanged, *d.failed, *d.held, *d.busy]
+        if i[2] == "notice"
+    }
+    for poll in report.polls:
+        notice = poll.notice
+        if notice is None or notice.key in owed:
+            continue
+        if notice.key not in done and notice.key in tried:
+            continue  # refused everywhere it was tried, not merely nobody to tell
+        state = replace(poll.state, failing_notified=notice.kind == "failing")
+        await asyncio.to_thread(store.save_fetch_state, poll.show, state)

@@ -1,4 +1,5 @@
-"""An unchanged feed costs one read and one write per show (bot.poll_state), and skipping
+"""An unchanged feed costs one read and one write per show at most (bot.poll_state: in a
+cycle, one read for every show and one write for every 304), and skipping
 its plan changes nothing a poll posts: each test makes the feed answer 304 until the show's
 plan has been found quiet, then moves one thing a plan reads and checks the next 304 poll
 posts what planning posts. Both databases; statements counted on the store's engine."""
@@ -58,14 +59,19 @@ def subscribe(store: Store, settings: Settings, channel: str, **kw: Any) -> None
 
 
 @contextmanager
-def statements(store: Store) -> Iterator[list[str]]:
-    """The data statements run on the store's engine (the ledger shares it)."""
+def statements(store: Store, rows: list[int] | None = None) -> Iterator[list[str]]:
+    """The data statements run on the store's engine (the ledger shares it); ``rows``, if
+    given, gets each one's parameter sets (more than one: an executemany)."""
     seen: list[str] = []
 
-    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+    def count(
+        conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool
+    ) -> None:
         verb = statement.lstrip().split(None, 1)[0].upper()
         if verb in DATA and "advisory" not in statement:  # the show lock: PostgreSQL only
             seen.append(statement)
+            if rows is not None:
+                rows.append(len(params) if many else 1)
 
     sa.event.listen(store.engine, "before_cursor_execute", count)
     try:
@@ -103,15 +109,19 @@ async def test_a_304_cycle_costs_one_read_and_one_write_per_show(
     posted = len(slack_fake.calls_to("chat.postMessage"))
     assert posted == SHOWS  # each show's newest, in C1
 
-    with statements(store) as seen:
+    rows: list[int] = []
+    with statements(store, rows) as seen:
         report = await poll(settings, store, http, deliverer, 5)
     assert {p.status for p in report.polls} == {"not_modified"}
     assert report.due == 0 and len(slack_fake.calls_to("chat.postMessage")) == posted
-    # Per show: the fetch state with the plan inputs, then the new fetch state. Per cycle:
-    # the shows with ledger rows still owed, and the shows added from Slack.
+    # Per cycle: every show's fetch state with its plan inputs (one statement), the shows
+    # with ledger rows still owed and the shows added from Slack; then every show's new
+    # fetch state, one executemany. Nothing of episodes, subscriptions or the ledger's rows.
     counted = verbs(seen)
-    assert set(counted) == {"SELECT", "UPDATE"} and counted["UPDATE"] == SHOWS, seen
-    assert SHOWS < counted["SELECT"] <= SHOWS + 2, seen
+    assert set(counted) == {"SELECT", "UPDATE"} and counted["UPDATE"] == 1, seen
+    assert counted["SELECT"] <= 3, seen
+    assert [n for q, n in zip(seen, rows, strict=True) if q.startswith("UPDATE")] == [SHOWS]
+    assert not [q for q in seen if "FROM subscriptions" in q or "deliveries.key" in q], seen
 
 
 async def test_a_new_subscription_gets_its_backfill_from_an_unchanged_feed(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -437,6 +438,38 @@ def test_fetch_state_of_unknown_show(store: Store) -> None:
     store.save_fetch_state("Nobody", FetchState(failures=1))
     assert store.fetch_state("Nobody").failures == 1
     assert show_names(store) == ["Nobody"]
+
+
+def test_poll_states_read_every_show_at_once(store: Store) -> None:
+    for name in ("A", "B"):
+        store.ensure_show(name, f"https://example.test/{name}.xml", "pytorch/pytorch")
+    store.save_fetch_state("A", FetchState(etag="a", failures=2))
+    states = store.poll_states(["B", "A", "Nobody", "A"])
+    assert set(states) == {"A", "B"}  # a show with no row is not there: it has the defaults
+    assert states == {"A": store.poll_state("A"), "B": store.poll_state("B")}
+    assert states["A"][0] == FetchState(etag="a", failures=2)
+
+
+def test_save_polled_writes_each_state_unless_another_poll_did_meanwhile(store: Store) -> None:
+    polled = datetime(2026, 10, 5, 18, 0, 1, 250000, tzinfo=timezone(timedelta(hours=5)))
+    for name in ("A", "B", "C"):
+        store.ensure_show(name, f"https://example.test/{name}.xml", "pytorch/pytorch")
+        store.save_fetch_state(name, FetchState(etag=name, last_polled_at=polled))
+    read = {name: store.poll_states(["A", "B", "C"])[name][0] for name in ("A", "B", "C")}
+    later = polled + timedelta(minutes=15)
+    # Another poll of B wrote its state after this cycle read it: its state stays.
+    other = FetchState(etag="B2", last_polled_at=later, failing_notified=True)
+    store.save_fetch_state("B", other)
+    new = {n: replace(read[n], last_polled_at=later, failures=0) for n in read}
+    written = store.save_polled([(n, read[n], new[n]) for n in ("A", "B", "C")])
+    assert written == 2
+    assert store.fetch_state("A") == new["A"] and store.fetch_state("C") == new["C"]
+    assert store.fetch_state("B") == other
+    never = FetchState()  # a show never polled: NULL matches NULL
+    store.ensure_show("D", "https://example.test/D.xml", "pytorch/pytorch")
+    assert store.save_polled([("D", never, FetchState(etag="d", last_polled_at=later))]) == 1
+    assert store.fetch_state("D").etag == "d"
+    assert store.save_polled([]) == 0
 
 
 def test_ensure_show_is_idempotent_and_follows_config(store: Store) -> None:

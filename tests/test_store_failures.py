@@ -67,6 +67,8 @@ STORE_CALLS: dict[str, StoreCall] = {
     "remove_added_show": lambda s: s.remove_added_show("T1", "JAX"),
     "save_fetch_state": lambda s: s.save_fetch_state("PyTorch", FetchState(failures=1)),
     "poll_state": lambda s: s.poll_state("PyTorch"),
+    "poll_states": lambda s: s.poll_states(["PyTorch"]),
+    "save_polled": lambda s: s.save_polled([("PyTorch", FetchState(), FetchState(failures=1))]),
     "mark_quiet": lambda s: s.mark_quiet("PyTorch", "key"),
     "state_for_update": lambda s: s.state_for_update([EPISODE]),
     "item_hashes": lambda s: s.item_hashes("PyTorch"),

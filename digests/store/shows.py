@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 import sqlalchemy as sa
 
-from digests.store.database import Database
+from digests.store.database import Database, chunks
 from digests.store.schema import deliveries, episode_versions, shows, subscriptions
 from digests.types import FetchState, PlanInputs
 
@@ -41,18 +41,54 @@ def _poll_state_query() -> sa.Select[Any]:
         episodes.label("episodes_version"),
         head.label("ledger_head"),
         unnamed.label("unnamed_head"),
-    ).where(shows.c.name == sa.bindparam("show"))
+        shows.c.name,
+    )
 
 
-# Every poll runs these two statements once per show. Built once, with bound parameters:
-# building a statement and computing its cache key each call cost more CPU than running it
+# Every poll runs these statements. Built once, with bound parameters: building a
+# statement and computing its cache key each call cost more CPU than running it
 # (SQLAlchemy memoizes the key on the statement object).
-_POLL_STATE = _poll_state_query()
+_POLL_STATE = _poll_state_query().where(shows.c.name == sa.bindparam("show"))
+_POLL_STATES = _poll_state_query().where(shows.c.name.in_(sa.bindparam("shows", expanding=True)))
+_FETCH_VALUES = {c.name: sa.bindparam(f"new_{c.name}", type_=c.type) for c in _FETCH_COLUMNS}
 _SAVE_FETCH_STATE = (
+    sa.update(shows).where(shows.c.name == sa.bindparam("show")).values(_FETCH_VALUES)
+)
+# Only where no other poll wrote the state since it was read (see save_polled).
+_SAVE_POLLED = (
     sa.update(shows)
     .where(shows.c.name == sa.bindparam("show"))
-    .values({c.name: sa.bindparam(f"new_{c.name}", type_=c.type) for c in _FETCH_COLUMNS})
+    .where(
+        shows.c.last_polled_at.is_not_distinct_from(
+            sa.bindparam("read_polled_at", type_=shows.c.last_polled_at.type)
+        )
+    )
+    .values(_FETCH_VALUES)
 )
+
+
+def _fetch_values(state: FetchState) -> dict[str, Any]:
+    return {
+        "etag": state.etag,
+        "last_modified": state.last_modified,
+        "last_polled_at": state.last_polled_at,
+        "last_success_at": state.last_success_at,
+        "last_error": state.last_error,
+        "failures": state.failures,
+        "next_poll_at": state.next_poll_at,
+        "failing_notified": state.failing_notified,
+    }
+
+
+def _poll_row(row: Any) -> tuple[FetchState, PlanInputs]:
+    inputs = PlanInputs(
+        subscriptions=row.subscriptions_version,
+        episodes=row.episodes_version or 0,
+        ledger_head=row.ledger_head or 0,
+        unnamed_head=row.unnamed_head or 0,
+        quiet_plan=row.quiet_plan,
+    )
+    return _fetch_state(row), inputs
 
 
 def _fetch_state(row: Any) -> FetchState:
@@ -155,16 +191,19 @@ class ShowsMixin:
         of the last plan that found nothing due."""
         with self._db.transaction(f"reading fetch state of {show!r}", write=False) as conn:
             row = conn.execute(_POLL_STATE, {"show": show}).first()
-        if row is None:
-            return FetchState(), PlanInputs()
-        inputs = PlanInputs(
-            subscriptions=row.subscriptions_version,
-            episodes=row.episodes_version or 0,
-            ledger_head=row.ledger_head or 0,
-            unnamed_head=row.unnamed_head or 0,
-            quiet_plan=row.quiet_plan,
-        )
-        return _fetch_state(row), inputs
+        return (FetchState(), PlanInputs()) if row is None else _poll_row(row)
+
+    def poll_states(self, names: Sequence[str]) -> dict[str, tuple[FetchState, PlanInputs]]:
+        """``poll_state`` of every show of ``names`` there is a row for, in one transaction
+        (a statement per ``CHUNK`` names): what a cycle reads once, before its polls."""
+        wanted = sorted(set(names))
+        with self._db.transaction("reading fetch states", write=False) as conn:
+            rows = [
+                row
+                for part in chunks(wanted)
+                for row in conn.execute(_POLL_STATES, {"shows": list(part)})
+            ]
+        return {row.name: _poll_row(row) for row in rows}
 
     def mark_quiet(self, show: str, key: str | None) -> None:
         """Remember the key of inputs under which a plan of the show found nothing due
@@ -176,16 +215,7 @@ class ShowsMixin:
         self._db.write(f"saving the plan state of {show!r}", write)
 
     def save_fetch_state(self, show: str, state: FetchState) -> None:
-        values = {
-            "etag": state.etag,
-            "last_modified": state.last_modified,
-            "last_polled_at": state.last_polled_at,
-            "last_success_at": state.last_success_at,
-            "last_error": state.last_error,
-            "failures": state.failures,
-            "next_poll_at": state.next_poll_at,
-            "failing_notified": state.failing_notified,
-        }
+        values = _fetch_values(state)
 
         def write(conn: sa.Connection) -> None:
             params = {f"new_{name}": value for name, value in values.items()}
@@ -194,6 +224,26 @@ class ShowsMixin:
                 insert_show(conn, show, **values)
 
         self._db.write(f"saving fetch state of {show!r}", write)
+
+    def save_polled(self, polls: Sequence[tuple[str, FetchState, FetchState]]) -> int:
+        """Each ``(show, read, new)``: the show's fetch state ``new``, in one transaction,
+        unless another poll wrote it since ``read`` was read (its ``last_polled_at`` moved):
+        that poll's state is as new as this one's. How many shows were written."""
+        params = [
+            {
+                "show": show,
+                "read_polled_at": read.last_polled_at,
+                **{f"new_{name}": value for name, value in _fetch_values(new).items()},
+            }
+            for show, read, new in polls
+        ]
+        if not params:
+            return 0
+
+        def write(conn: sa.Connection) -> int:
+            return int(conn.execute(_SAVE_POLLED, params).rowcount)
+
+        return self._db.write("saving fetch states", write)
 
     # -- shows added from Slack -------------------------------------------------------------
 
