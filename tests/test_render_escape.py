@@ -131,6 +131,14 @@ def test_link(url: str | None, label: str, expected: str) -> None:
         ('https://example.com/"x', False),
         ("//example.com/x", False),
         ("https://example.com/" + "a" * 3000, False),
+        # Past the plain-host shortcut, as urlsplit judges them.
+        ("https://example.com:8443#top", True),
+        ("https://user@example.com/x", True),
+        ("https://[::1]:8080/x", True),
+        ("https://[::1/x", False),
+        ("https://:80/x", False),
+        ("httpſ://example.com/", False),  # ſ folds to s, but is no scheme letter
+        ("https://", False),
     ],
 )
 def test_safe_url(url: str, ok: bool) -> None:

@@ -220,6 +220,22 @@ def test_between_is_half_open_and_oldest_first(filled_store: Store) -> None:
     ]
 
 
+def test_reads_within_reading_share_one_checkout_and_see_the_same(filled_store: Store) -> None:
+    start = datetime(2026, 10, 2, 13, 0, tzinfo=UTC)
+    end = datetime(2026, 10, 5, 13, 0, tzinfo=UTC)
+    alone = (filled_store.between(start, end), filled_store.count_between(start, end))
+    checkouts: list[object] = []
+    sa.event.listen(filled_store.engine, "checkout", lambda *a: checkouts.append(a))
+    with filled_store.reading("reading twice"):
+        together = (filled_store.between(start, end), filled_store.count_between(start, end))
+        with filled_store.reading("nested"):
+            filled_store.subscriptions(team_id="T1")
+    assert together == alone
+    assert len(checkouts) == 1
+    filled_store.between(start, end)  # after it, a read checks out its own again
+    assert len(checkouts) == 2
+
+
 def test_between_accepts_other_timezones(filled_store: Store) -> None:
     plus_two = timezone(timedelta(hours=2))
     # 15:00 at +02:00 is 13:00 UTC: the 10-05 episode is exactly at the start.

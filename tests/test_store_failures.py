@@ -56,8 +56,16 @@ ROW = LedgerRow(
 SQL_WORDS = ("SELECT", "INSERT", "UPDATE", "DELETE", "BEGIN", "[SQL", "[parameters")
 
 StoreCall = Callable[[Store], object]
+
+
+def _read_within_reading(store: Store) -> object:
+    with store.reading("reading together"):
+        return store.added_shows()
+
+
 STORE_CALLS: dict[str, StoreCall] = {
     "migrate": lambda s: s.migrate(),
+    "reading": _read_within_reading,
     "ensure_show": lambda s: s.ensure_show("PyTorch", "https://a.test/feed", "o/r"),
     "fetch_state": lambda s: s.fetch_state("PyTorch"),
     "added_shows": lambda s: s.added_shows(),

@@ -124,16 +124,19 @@ def _outside_note(week: Week, deps: Deps, filters: Filters) -> str | None:
 
 def week(command: Week, deps: Deps, invocation: Invocation) -> Message:
     """The weekly recap of that week, for the shows this channel follows, as it gets them."""
-    command = resolve_week(command, deps, invocation)
-    filters = week_filters(deps, invocation, command.show)
-    episodes = week_episodes(command, deps, filters)
+    # Every read of the answer from one snapshot, in one transaction.
+    with deps.store.reading("reading the week"):
+        command = resolve_week(command, deps, invocation)
+        filters = week_filters(deps, invocation, command.show)
+        episodes = week_episodes(command, deps, filters)
+        outside = None if episodes else _outside_note(command, deps, filters)
     reply = _render(command, deps, filters, episodes)
     notes: list[str] = []
     if command.fell_back:
         notes.append(msg.WEEK_FELL_BACK.format(week=week_containing(deps.today()).number))
     if (note := _filter_note(filters)) is not None:
         notes.append(note)
-    if not episodes and (outside := _outside_note(command, deps, filters)) is not None:
+    if outside is not None:
         notes.append(outside)
     if notes:
         blocks = reply["blocks"]

@@ -32,6 +32,9 @@ _WS_RE = re.compile(r"\s+")
 _URL_BREAKER_RE = re.compile(
     r"[|<>\"'`\s\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]"
 )
+# An http(s) URL with a plain host (ASCII letters, digits, dots, hyphens; maybe a port):
+# urlsplit would find its scheme and host, so it is not asked (a recap checks a URL per line).
+_PLAIN_URL_RE = re.compile(r"https?://[A-Za-z0-9.-]+(?::[0-9]*)?(?:[/?#]|\Z)", re.I | re.A)
 # The atoms of escaped mrkdwn that a cut must never split: entities and our own <…> links.
 _ATOM_RE = re.compile(r"&(?:amp|lt|gt);|<[^<>]*>")
 # Never `;`: it ends an entity.
@@ -91,6 +94,8 @@ def safe_url(url: str | None) -> str | None:
     url = url.strip()
     if _URL_BREAKER_RE.search(url):
         return None
+    if _PLAIN_URL_RE.match(url):
+        return url if len(url) <= 3000 else None
     try:
         parts = urlsplit(url)
     except ValueError:

@@ -11,6 +11,8 @@ that leaves). Beside the facade, on the same database: the delivery ledger (``le
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+
 import sqlalchemy as sa
 
 from digests.store.database import Database
@@ -69,6 +71,11 @@ class Store(
     def ping(self) -> bool:
         """True when the database answers ``SELECT 1``."""
         return self._db.ping()
+
+    def reading(self, action: str) -> AbstractContextManager[None]:
+        """The reads inside share one transaction (see ``Database.reading``): an answer
+        that reads several things reads them from one snapshot, in one checkout."""
+        return self._db.reading(action)
 
     def close(self) -> None:
         self._db.close()

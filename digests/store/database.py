@@ -206,6 +206,8 @@ class Database:
             _configure_sqlite(self.engine, _SQLITE_BUSY_MS if wait is None else int(wait * 1000))
         # Deliverers alive in this process, for every ledger over this database.
         self.live_owners = LiveOwners()
+        # This thread's open ``reading`` transaction, which its reads join.
+        self._reading = threading.local()
 
     @property
     def dialect(self) -> str:
@@ -256,6 +258,11 @@ class Database:
     ) -> Iterator[sa.Connection]:
         """One transaction; any database error becomes a one-line ``StoreError``.
         ``busy_ms``: this transaction's SQLite busy timeout, when not the engine's."""
+        shared: sa.Connection | None = getattr(self._reading, "conn", None)
+        if shared is not None and not write and busy_ms is None:
+            with self.errors(action):
+                yield shared
+            return
         with self.errors(action), self.engine.connect() as conn:
             if write and self.dialect == "sqlite":
                 # Take the write lock up front: a deferred transaction that upgrades
@@ -266,6 +273,21 @@ class Database:
                 conn.execution_options(digestbot_sqlite_busy=busy_ms)
             with conn.begin():
                 yield conn
+
+    @contextmanager
+    def reading(self, action: str) -> Iterator[None]:
+        """The reads inside (in this thread) share one transaction: one snapshot, and one
+        checkout where each read had its own (on PostgreSQL, each is a ping, BEGIN and
+        COMMIT: three round trips). Writes inside still take their own."""
+        if getattr(self._reading, "conn", None) is not None:
+            yield
+            return
+        with self.transaction(action, write=False) as conn:
+            self._reading.conn = conn
+            try:
+                yield
+            finally:
+                self._reading.conn = None
 
     def write(self, action: str, work: Callable[[sa.Connection], _T]) -> _T:
         """``work`` in a write transaction, run again if a concurrent writer won a race.
