@@ -158,7 +158,10 @@ class ParsedSource:
     skipped: tuple[tuple[int, str], ...] = ()
 
 
-class RecapEpisode(_Frozen):
+# A recap's episodes and PRs: records that ``digests.recap.aggregate`` makes from
+# validated episodes (hundreds a week), not models that validate them again.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecapEpisode:
     show: str
     guid: str
     headline: str
@@ -168,12 +171,13 @@ class RecapEpisode(_Frozen):
     pr_count: int = 0
 
 
-class RecapPullRequest(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecapPullRequest:
     number: int
     url: str
-    episodes: tuple[str, ...] = Field(default=(), description="headlines of episodes naming it")
+    episodes: tuple[str, ...] = ()  # headlines of the episodes naming it
     context: str = ""
-    guids: tuple[str, ...] = Field(default=(), description="guids of those episodes, same order")
+    guids: tuple[str, ...] = ()  # guids of those episodes, same order
     # From GitHub, when known (see digests.pulls): the title, state word and area.
     title: str = ""
     state: str | None = None
