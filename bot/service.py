@@ -1,4 +1,9 @@
-"""The processes the CLI starts: one poll (`run --once`), web, clock, both, and the recap."""
+"""The processes the CLI starts: one poll (`run --once`), web, clock, both, and the recap.
+
+Each command imports what it uses when it starts (the store, the renderer, the app, the
+scheduler), so one that fails on its settings or its port says so before loading them:
+they are most of a second of a process's start.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +14,15 @@ import logging
 import signal
 import socket
 from datetime import datetime
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 from zoneinfo import ZoneInfo
 
-from bot.runtime import (
-    REQUEST_DB_WAIT,
-    open_store,
-    resolve_team_id,
-    settle_heap,
-    sync_config_channels,
-    utcnow,
-)
 from config.settings import Settings
 from digests.errors import ConfigError, SlackError
-from digests.render import Message, Renderer
-from digests.store import Store
+
+if TYPE_CHECKING:
+    from digests.render import Message
+    from digests.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +35,9 @@ async def run_once(settings: Settings, out: TextIO) -> object:
     from bot.outbox import make_outbox
     from bot.pipeline import print_report
     from bot.pipeline import run_once as poll_once
+    from bot.runtime import open_store, resolve_team_id, sync_config_channels, utcnow
     from digests.fetch import make_http_client
+    from digests.render import Renderer
 
     store = await asyncio.to_thread(open_store, settings)
     try:
@@ -65,7 +66,7 @@ async def run_once(settings: Settings, out: TextIO) -> object:
 
 def _listen(settings: Settings) -> socket.socket | None:
     """The HTTP socket, bound before anything starts (None in Socket Mode)."""
-    from bot.server import listen
+    from bot.listen import listen
 
     return None if settings.slack_app_token else listen("0.0.0.0", settings.port)
 
@@ -74,7 +75,9 @@ async def _web(settings: Settings, stop: asyncio.Event, sock: socket.socket | No
     """The Bolt app over HTTP on ``sock`` (or Socket Mode with an app token) until ``stop``
     is set."""
     from bot.app import build_app
+    from bot.runtime import REQUEST_DB_WAIT, open_store, settle_heap
     from bot.server import build_asgi, serve
+    from digests.render import Renderer
 
     store = await asyncio.to_thread(lambda: open_store(settings, wait=REQUEST_DB_WAIT))
     app = build_app(settings, store, Renderer.of(settings))
@@ -135,10 +138,10 @@ async def run_clock(settings: Settings) -> None:
 
 async def run_all(settings: Settings) -> None:
     """One process: the web app (when Slack credentials are set) beside the clock."""
-    from bot.scheduler import run_clock as clock
-
     web = _can_serve(settings)
     sock = _listen(settings) if web else None
+    from bot.scheduler import run_clock as clock
+
     stop = _stop_on_signals()
     tasks = [asyncio.ensure_future(clock(settings, stop=stop))]
     if web:
@@ -179,6 +182,8 @@ async def recap(
 ) -> int:
     """``digestbot recap``: print the week's recap, or post it to one channel (once)."""
     from bot.recap_build import weekly
+    from bot.runtime import open_store, utcnow
+    from digests.render import Renderer
     from digests.render.recap import recap_text, render_recap
 
     if post and not channel:
@@ -225,6 +230,7 @@ async def _post_recap(
     """Through the same ledger as the scheduled recap, so it never lands twice."""
     from bot.delivery import Deliverer, Delivery
     from bot.outbox import make_outbox
+    from bot.runtime import resolve_team_id
 
     team_id = await resolve_team_id(settings)
     item = Delivery(

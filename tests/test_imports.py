@@ -29,6 +29,10 @@ def loaded_after(module: str) -> set[str]:
         ("digests.types", {"sqlalchemy", "alembic", "slack_sdk", "slack_bolt", "apscheduler"}),
         ("bot.commands", {"apscheduler"}),
         ("bot.recap_build", {"apscheduler"}),
+        # What the CLI's processes start from: a command failing on its settings or its port
+        # says so before the store, Slack or the web server are loaded.
+        ("bot.service", {"sqlalchemy", "slack_sdk", "slack_bolt", "apscheduler", "uvicorn"}),
+        ("bot.listen", {"sqlalchemy", "slack_sdk", "slack_bolt", "apscheduler", "uvicorn"}),
     ],
 )
 def test_module_loads_no_io_library(module: str, forbidden: set[str]) -> None:
