@@ -21,6 +21,7 @@ sweeper (``bot.sweeper``) re-uses phases 5–7 for rows a dead deliverer left, a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -46,11 +47,11 @@ from bot.poll_state import (
     PollBook,
     cycle_start,
     failed_state,
+    finish_polls,
     needs_plan,
     polled_state,
     quiet_after,
     record_notices,
-    save_polled,
 )
 from config.settings import Settings, ShowConfig
 from digests.decide import feed_notice
@@ -301,6 +302,11 @@ class Cycle:
     async def show(self, show: ShowConfig) -> ShowPlan:
         """Phases 1–6 for one show, within the gate and under its lock (PostgreSQL)."""
         async with self.gate:
+            polling = self.book.polling if self.book is not None else None
+            if polling is not None:  # the cycle took every show's lock already
+                if show.name not in polling:
+                    return ShowPlan(PollResult(show.name, "busy"))
+                return await self._poll_and_plan(show)
             ledger = self.deliverer.ledger
             lock = ShowLock(ledger, show.name)
             # SQLite has one process and no lock to take: skip the thread hop.
@@ -368,10 +374,12 @@ async def run_once(
     deliverer = deliverer or Deliverer(store, outbox)
     ledger = deliverer.ledger
     enriching: asyncio.Task[EnrichReport] | None = None
+    book: PollBook | None = None
     try:
         # One thread hop before the polls: every show (the config file's and those added
         # from Slack, unless ``shows``), the shows with ledger rows owed, every fetch state.
-        start = await _db(lambda: cycle_start(settings, store, ledger, shows))
+        lock_all = poll_gate is None
+        start = await _db(lambda: cycle_start(settings, store, ledger, shows, lock_all=lock_all))
         settings, shows, unfinished, book = start
         cycle = Cycle(
             settings,
@@ -386,7 +394,7 @@ async def run_once(
             book,
         )
         plans = await asyncio.gather(*(cycle.show(s) for s in shows))
-        await save_polled(store, book)  # before delivery: record_notices writes after it
+        await finish_polls(store, book)  # before delivery: record_notices writes after it
         # GitHub is asked beside delivery, never before it: digests go out with what is known.
         polled = [p.poll.show for p in plans if p.poll.ok]
         enriching = start_enrichment(settings, store, polled, now, github)
@@ -394,6 +402,9 @@ async def run_once(
         if enriching is not None:
             await deliver_enriched(cycle, report, await enriching)
     finally:
+        if book is not None and book.locks is not None:
+            with contextlib.suppress(StoreError):  # it drops a connection it cannot unlock
+                book.locks.release()  # polls cut short (a no-op once they finished)
         if enriching is not None and not enriching.done():
             enriching.cancel()
         if own:

@@ -43,7 +43,7 @@ from config.settings import Settings, ShowConfig
 from digests.decide import CATCH_UP, next_poll_at
 from digests.errors import DigestError, StoreError
 from digests.store import Store
-from digests.store.ledger import Ledger
+from digests.store.ledger import Ledger, ShowLocks
 from digests.types import FetchState, Notice, PlanInputs
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,10 @@ class PollBook:
 
     read: dict[str, tuple[FetchState, PlanInputs]]
     polled: list[tuple[str, FetchState, FetchState]] = field(default_factory=list)
+    # The shows whose poll locks the cycle took at once, held until its polls are done
+    # (None: each show's is taken in the gate; see cycle_start).
+    locks: ShowLocks | None = None
+    polling: frozenset[str] | None = None
 
     def state(self, show: str) -> tuple[FetchState, PlanInputs]:
         """A show with no row yet starts from the defaults, as ``Store.poll_state`` says."""
@@ -81,25 +85,53 @@ class PollBook:
 
 
 def cycle_start(
-    settings: Settings, store: Store, ledger: Ledger, shows: Sequence[ShowConfig] | None
+    settings: Settings,
+    store: Store,
+    ledger: Ledger,
+    shows: Sequence[ShowConfig] | None,
+    *,
+    lock_all: bool,
 ) -> tuple[Settings, Sequence[ShowConfig], frozenset[str | None], PollBook]:
     """What a cycle reads before its polls, in one thread hop: its shows (by default the
-    config file's and those added from Slack), those with ledger rows owed, the book."""
+    config file's and those added from Slack), those with ledger rows owed, the book.
+
+    ``lock_all``: take every show's poll lock first (``ShowLocks``: one connection for the
+    cycle), so the states are read under them. Only for a cycle that owns its gate: one
+    sharing a gate with other cycles takes each lock within it, so that the gate bounds
+    the connections held."""
     if shows is None:
         settings = live(settings, store)
         shows = settings.shows
-    book = PollBook(store.poll_states([s.name for s in shows]))
-    return settings, shows, ledger.unfinished_shows(), book
-
-
-async def save_polled(store: Store, book: PollBook) -> None:
-    """The cycle's 304s' fetch states; lost to a database error, they cost the next poll
-    nothing but asking again (the validators were already stored)."""
-    polled = book.take()
-    if not polled:
-        return
+    names = [s.name for s in shows]
+    locks = ShowLocks(ledger, names) if lock_all else None
+    polling = locks.acquire() if locks is not None else None
     try:
-        await asyncio.to_thread(store.save_polled, polled)
+        book = PollBook(store.poll_states(names), locks=locks, polling=polling)
+        return settings, shows, ledger.unfinished_shows(), book
+    except BaseException:
+        if locks is not None:
+            locks.release()
+        raise
+
+
+async def finish_polls(store: Store, book: PollBook) -> None:
+    """After a cycle's polls, in one thread hop: its 304s' fetch states written, its locks
+    given back. States lost to a database error cost the next poll nothing but asking
+    again (the validators were stored already)."""
+    polled, locks = book.take(), book.locks
+    if not polled and locks is None:
+        return
+
+    def work() -> None:
+        try:
+            if polled:
+                store.save_polled(polled)
+        finally:
+            if locks is not None:
+                locks.release()
+
+    try:
+        await asyncio.to_thread(work)
     except StoreError as exc:
         log.warning("saving %d feeds' fetch state failed: %s", len(polled), exc)
 

@@ -26,7 +26,7 @@ from bot.poll import Sweeper, poll_show
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.decide import episode_key
 from digests.store import Store
-from digests.store.ledger import Ledger, OwnerLock, ShowLock
+from digests.store.ledger import Ledger, OwnerLock, ShowLock, ShowLocks
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import digest, rss, rss_item, slack_outbox
 from tests.fixtures.ledger import seed_row
@@ -312,6 +312,37 @@ def test_poll_locks_are_per_schema(store: Store) -> None:
     again = ShowLock(ours, "PyTorch")
     assert again.acquire()
     again.release()
+
+
+@pytest.mark.skipif(not os.environ.get("DIGESTBOT_TEST_POSTGRES_URL"), reason="needs PostgreSQL")
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_a_cycles_locks_and_one_shows_lock_see_each_other(store: Store) -> None:
+    ours = Ledger.for_store(store)
+    held = ShowLock(ours, "PyTorch")
+    assert held.acquire()
+    cycle = ShowLocks(ours, ["PyTorch", "Triton", "Triton"])
+    try:
+        assert cycle.acquire() == {"Triton"}  # PyTorch: another clock is polling it
+        assert not ShowLock(ours, "Triton").acquire()
+        assert ShowLocks(ours, ["Triton"]).acquire() == frozenset()
+    finally:
+        cycle.release()
+        held.release()
+    cycle.release()  # again: nothing held, nothing to do
+    after = ShowLocks(ours, ["PyTorch", "Triton"])
+    assert after.acquire() == {"PyTorch", "Triton"}
+    after.release()
+    again = ShowLock(ours, "Triton")
+    assert again.acquire()
+    again.release()
+
+
+def test_on_sqlite_a_cycle_gets_every_show(store: Store) -> None:
+    if store.engine.dialect.name != "sqlite":
+        pytest.skip("SQLite only")
+    locks = ShowLocks(Ledger.for_store(store), ["PyTorch", "Triton"])
+    assert locks.acquire() == {"PyTorch", "Triton"}
+    locks.release()
 
 
 def test_on_sqlite_an_owner_is_alive_while_its_process_is(tmp_path: Path) -> None:

@@ -30,7 +30,14 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from digests.errors import StoreError
 from digests.store.database import LiveOwners, safe_url, wrap_exceptions
-from digests.store.locks import OwnerLock, ShowLock, advisory_key, owner_key, process_alive
+from digests.store.locks import (
+    OwnerLock,
+    ShowLock,
+    ShowLocks,
+    advisory_key,
+    owner_key,
+    process_alive,
+)
 from digests.store.schema import deliveries
 from digests.types import Ident, LedgerEntry, LedgerState
 
@@ -47,6 +54,7 @@ __all__ = [
     "NewRow",
     "OwnerLock",
     "ShowLock",
+    "ShowLocks",
     "Transaction",
     "advisory_key",
 ]

@@ -1,4 +1,5 @@
-"""Locks between processes: who is alive (:class:`OwnerLock`), who polls a show (:class:`ShowLock`).
+"""Locks between processes: who is alive (:class:`OwnerLock`), who polls a show
+(:class:`ShowLock`; :class:`ShowLocks` for a cycle's shows at once).
 
 PostgreSQL answers both with session advisory locks named by :func:`advisory_key`, each
 within the ledger's :meth:`~digests.store.ledger.Ledger.namespace` (database and schema):
@@ -15,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
@@ -150,3 +152,65 @@ class ShowLock:
 
     def _where(self) -> str:
         return safe_url(self._ledger.engine)
+
+
+# Take and give back many shows' poll locks in one statement each.
+_TRY_LOCKS = sa.text(
+    "SELECT k.key, pg_try_advisory_lock(k.key) AS got"
+    " FROM unnest(CAST(:keys AS bigint[])) AS k(key)"
+)
+_UNLOCKS = sa.text("SELECT pg_advisory_unlock(k) FROM unnest(CAST(:keys AS bigint[])) AS k")
+
+
+class ShowLocks:
+    """:class:`ShowLock` for a whole cycle's shows: taken at once on one pooled connection
+    (one statement), held until the cycle's polls are done, given back at once. The keys
+    are ``ShowLock``'s, so a clock polling one show at a time and one polling a cycle of
+    them see each other. On SQLite every show is got and nothing is held.
+    """
+
+    def __init__(self, ledger: Ledger, shows: Iterable[str]) -> None:
+        self._ledger = ledger
+        self._shows = tuple(dict.fromkeys(shows))
+        self._held: list[int] = []
+        self._conn: sa.Connection | None = None
+
+    def acquire(self) -> frozenset[str]:
+        """The shows this cycle may poll (the others: another clock is polling them)."""
+        if not self._ledger.is_postgres or not self._shows:
+            return frozenset(self._shows)
+        space = self._ledger.namespace()
+        keys = {advisory_key(f"poll:{space}:{show}"): show for show in self._shows}
+        with wrap_exceptions("locking the shows' polls", safe_url(self._ledger.engine)):
+            conn = self._ledger.engine.connect()
+            try:
+                rows = conn.execute(_TRY_LOCKS, {"keys": list(keys)}).all()
+                conn.commit()
+            except BaseException:
+                conn.invalidate()  # a lock taken before the failure ends with the session
+                conn.close()
+                raise
+        self._held = [int(r.key) for r in rows if r.got]
+        if self._held:
+            self._conn = conn
+        else:
+            conn.close()
+        return frozenset(keys[k] for k in self._held)
+
+    def release(self) -> None:
+        """Give every lock back (again: a no-op). A connection that cannot unlock is
+        dropped, not pooled: its session, and the locks with it, end with it."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            with wrap_exceptions("unlocking the shows' polls", safe_url(self._ledger.engine)):
+                try:
+                    conn.execute(_UNLOCKS, {"keys": self._held})
+                    conn.commit()
+                except BaseException:
+                    conn.invalidate()
+                    raise
+        finally:
+            self._held = []
+            conn.close()
