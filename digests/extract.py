@@ -386,6 +386,24 @@ _PR_LIST = re.compile(
     r"#?\d{1,9}\b(?!\.\d)(?![^\S\n]*+" + _COUNT_WORD + r"))*+"
 )
 _LIST_NUMBER = re.compile(r"\d{1,9}")
+
+# The same heads with their lists, as two patterns each led by a longer literal ("pr",
+# "pull"): the regex engine then stops at a few places per text instead of at every "p"
+# (a dozen words in a sentence hold one). Each is scanned on the lower-cased text, the
+# list included (group 1: a plural head, whose list is ``_PR_LIST``'s, else a slash
+# list); a list holding a character lower-casing changed is read again on the text as
+# written. No head can start inside a list (its words are followed by a separator, a
+# head's by its number), so the two scans find exactly the single scan's mentions.
+_HEAD_REST = (
+    r"(?:\b(?:-(?!\d{1,9}[-/]\d)|[^\S\n]*+:?[^\S\n]*+(?:(?:number|no\.|num\.)[^\S\n]*+)?)#?"
+    r"|(?<=r)(?=\d{3,9}\b(?![-/]\d)))"
+    r"(\d{1,9})\b(?!\.\d)"
+    r"(?(1)" + _PR_LIST.pattern + "|" + _PR_SLASHES.pattern + ")"
+)
+_PR_MENTIONS = (
+    re.compile(r"pr(?<!\wpr)(s)?" + _HEAD_REST),
+    re.compile(r"pull(?<!\wpull)[ \t-]+request(s)?" + _HEAD_REST),
+)
 _PR_LINK = re.compile(r"github\.com/([a-z0-9_.-]{1,100})/([a-z0-9_.-]{1,100})/pull/(\d{1,9})\b")
 # A sentence ends at . ! ? … (plus closing quotes/brackets) before whitespace and a
 # capital, digit or opening quote, or at a blank line. "e.g. foo", "PR No. 5", "2.5" stay.
@@ -415,14 +433,6 @@ _SET_CONTEXT = _REF_FIELDS["context"].__set__
 _new = object.__new__
 
 
-def _ref(number: int, url: str, context: str) -> PullRequestRef:
-    ref: PullRequestRef = _new(PullRequestRef)
-    _SET_NUMBER(ref, number)
-    _SET_URL(ref, url)
-    _SET_CONTEXT(ref, context)
-    return ref
-
-
 def pull_requests(text: str, repo: str) -> tuple[PullRequestRef, ...]:
     """Every PR the text names, in order of first mention, no repeats, with its sentence."""
     return tuple(_pull_requests(text, repo))
@@ -450,27 +460,37 @@ def _pull_requests(
         return []
     if len(found) > 1:
         found.sort()  # by position: positions are distinct, so nothing else is compared
-    sentence = _NormalisedSentences(text) if normalised else _SentenceList(text)
+    plain = _plain(text) if normalised else False
+    scan = None if normalised else _SentenceList(text)
     base = f"https://github.com/{repo}/pull/"
     seen: set[str] = set()
     refs: list[PullRequestRef] = []
+    append = refs.append
     start = end = -1
     whole = ""
+    new = _new
     for pos, number, url in found:
-        url = url or base + str(number)
+        if not url:
+            url = base + str(number)
         if url in seen:
             continue
         seen.add(url)
         if pos >= end:
             # Mentions come in text order: a sentence is looked up once, when the first
             # mention past the last one's sentence arrives.
-            start, end = sentence(text, pos)
-            whole = text[start:end].rstrip()
-            # Inside a normalised paragraph every space is single already.
-            whole = whole if normalised else squash(whole)
-        refs.append(
-            _ref(number, url, whole if len(whole) <= MAX_CONTEXT else _clip(whole, pos - start))
-        )
+            if scan is None:
+                start, end = _near_sentence(text, pos, plain)
+                # Inside a normalised paragraph every space is single already.
+                whole = text[start:end].rstrip()
+            else:
+                start, end = scan(text, pos)
+                whole = squash(text[start:end].rstrip())
+        # Made through its slots, inline: see _SET_NUMBER.
+        ref: PullRequestRef = new(PullRequestRef)
+        _SET_NUMBER(ref, number)
+        _SET_URL(ref, url)
+        _SET_CONTEXT(ref, whole if len(whole) <= MAX_CONTEXT else _clip(whole, pos - start))
+        append(ref)
         if len(refs) >= MAX_PULL_REQUESTS:
             break
     return refs
@@ -481,26 +501,61 @@ def _mentions(text: str, lower: str, cap: int | None) -> list[tuple[int, int, st
     stops growing at ``cap`` (None: never)."""
     found: list[tuple[int, int, str]] = []  # (position, number, url or "")
     append = found.append
-    if "pr" in lower or "pull" in lower:
-        slashes = "/" in text
-        for m in _PR_HEAD.finditer(lower):
-            append((m.start(3), int(m.group(3)), ""))
-            # A plural head starts a list; any head may start a "#1/#2" one.
-            plural = m.group(1) or m.group(2)
-            if plural or slashes:
-                rest = (_PR_LIST if plural else _PR_SLASHES).match(text, m.end())
-                if rest is not None and rest.end() > m.end():
-                    for more in _LIST_NUMBER.finditer(text, m.end(), rest.end()):
-                        if cap is not None and len(found) >= cap:
-                            break
-                        append((more.start(), int(more.group()), ""))
+    if "pr" in lower:
+        _head_mentions(_PR_MENTIONS[0], text, lower, append)
+    if "pull" in lower:
+        _head_mentions(_PR_MENTIONS[1], text, lower, append)
+    if cap is not None and len(found) > cap:
+        # Which list numbers the cap drops depends on the order heads are met in: the
+        # single scan in text order decides, as it always did.
+        found = _capped_mentions(text, lower, cap)
+        append = found.append
     if "github.com/" in lower:
         for m in _PR_LINK.finditer(lower):
-            if m.start() and (lower[m.start() - 1].isalnum() or lower[m.start() - 1] == "-"):
+            at = m.start()
+            if at and (lower[at - 1].isalnum() or lower[at - 1] == "-"):
                 continue  # "notgithub.com/…" is another host
             owner, name = text[m.start(1) : m.end(1)], text[m.start(2) : m.end(2)]
-            url = f"https://github.com/{owner}/{name}/pull/{m.group(3)}"
-            append((m.start(), int(m.group(3)), url))
+            append((at, int(m.group(3)), f"https://github.com/{owner}/{name}/pull/{m.group(3)}"))
+    return found
+
+
+def _head_mentions(
+    pattern: re.Pattern[str],
+    text: str,
+    lower: str,
+    append: Callable[[tuple[int, int, str]], None],
+) -> None:
+    """Append each mention by a head of ``pattern`` and the list after it."""
+    for m in pattern.finditer(lower):
+        head_end = m.end(2)
+        append((m.start(2), int(m.group(2)), ""))
+        end = m.end()
+        if end > head_end:
+            if text[head_end:end] != lower[head_end:end]:
+                # A capital ends a list: read it again on the text as written.
+                rest = (_PR_LIST if m.group(1) else _PR_SLASHES).match(text, head_end)
+                end = rest.end() if rest is not None else head_end
+            for more in _LIST_NUMBER.finditer(lower, head_end, end):
+                append((more.start(), int(more.group()), ""))
+
+
+def _capped_mentions(text: str, lower: str, cap: int) -> list[tuple[int, int, str]]:
+    """Head and list mentions as one scan in text order finds them, a list stopping at
+    ``cap`` mentions found so far."""
+    found: list[tuple[int, int, str]] = []
+    append = found.append
+    slashes = "/" in text
+    for m in _PR_HEAD.finditer(lower):
+        append((m.start(3), int(m.group(3)), ""))
+        # A plural head starts a list; any head may start a "#1/#2" one.
+        plural = m.group(1) or m.group(2)
+        if plural or slashes:
+            rest = (_PR_LIST if plural else _PR_SLASHES).match(text, m.end())
+            for more in _LIST_NUMBER.finditer(text, m.end(), rest.end() if rest else 0):
+                if len(found) >= cap:
+                    break
+                append((more.start(), int(more.group()), ""))
     return found
 
 
@@ -543,7 +598,25 @@ class _SentenceList:
 
 class _NormalisedSentences:
     """Sentences of normalised ``text``, as ``_SentenceList`` finds them, looked up near
-    each mention instead of scanning every sentence.
+    each mention instead of scanning every sentence (see ``_near_sentence``)."""
+
+    def __init__(self, text: str) -> None:
+        self.plain = _plain(text)
+
+    def __call__(self, text: str, pos: int) -> tuple[int, int]:
+        return _near_sentence(text, pos, self.plain)
+
+
+def _plain(text: str) -> bool:
+    """Whether ``text`` has no "!", "?" or "…" at all (most texts): then no paragraph of
+    it needs checking for them."""
+    return "!" not in text and "?" not in text and (text.isascii() or "…" not in text)
+
+
+def _near_sentence(text: str, pos: int, plain: bool) -> tuple[int, int]:
+    """(start, end) of the sentence of normalised ``text`` holding ``pos`` (a mention: no
+    space, no quote, no full stop); ``text[start:end].rstrip()`` is the sentence.
+    ``plain``: ``_plain(text)``.
 
     In normalised text every paragraph start ends a ``_SENTENCE_END`` match and no match
     reaches across a paragraph. In a paragraph whose only sentence mark is the full stop,
@@ -553,50 +626,35 @@ class _NormalisedSentences:
     paragraph's start, whichever is later) and ends where the first match after it ends
     (or at its paragraph's end, whichever is sooner).
     """
-
-    def __init__(self, text: str) -> None:
-        # Most texts have no "!", "?" or "…" at all: then no paragraph needs checking.
-        self.plain = (
-            "!" not in text and "?" not in text and (text.isascii() or "…" not in text)
-        )
-
-    def __call__(self, text: str, pos: int) -> tuple[int, int]:
-        """(start, end) of the sentence holding ``pos`` (a mention: no space, no quote, no
-        full stop); ``text[start:end].rstrip()`` is the sentence."""
-        if not self.plain:
-            para = text.rfind("\n\n", 0, pos)
-            para = para + 2 if para >= 0 else 0
-            stop = text.find("\n\n", pos)
-            stop = len(text) if stop < 0 else stop
-            if (
-                text.find("!", para, stop) >= 0
-                or text.find("?", para, stop) >= 0
-                or (not text.isascii() and text.find("…", para, stop) >= 0)
-            ):
-                return _marked_sentence(text, pos, para, stop)
-        start = 0
-        dot = pos
-        while (dot := text.rfind(".", 0, dot)) >= 0:
-            m = _FULL_STOP_END.match(text, dot)
-            if m is not None:
-                start = m.end()
-                break
-        # A match ending the paragraph before ends at this one's start; a break after
-        # the match found means the sentence starts the paragraph.
-        brk = text.rfind("\n\n", start, pos)
-        if brk >= 0:
-            start = brk + 2
-        end = len(text)
-        dot = pos
-        while (dot := text.find(".", dot)) >= 0:
-            m = _FULL_STOP_END.match(text, dot)
-            if m is not None:
-                end = m.end()
-                break
-            dot += 1
-        # The sentence stops at its paragraph's end (a match may reach into the next).
-        brk = text.find("\n\n", pos, end)
-        return start, (brk if brk >= 0 else end)
+    if not plain:
+        para = text.rfind("\n\n", 0, pos)
+        para = para + 2 if para >= 0 else 0
+        stop = text.find("\n\n", pos)
+        stop = len(text) if stop < 0 else stop
+        if (
+            text.find("!", para, stop) >= 0
+            or text.find("?", para, stop) >= 0
+            or (not text.isascii() and text.find("…", para, stop) >= 0)
+        ):
+            return _marked_sentence(text, pos, para, stop)
+    start = 0
+    dot = pos
+    while (dot := text.rfind(".", 0, dot)) >= 0:
+        m = _FULL_STOP_END.match(text, dot)
+        if m is not None:
+            start = m.end()
+            break
+    # A match ending the paragraph before ends at this one's start; a break after
+    # the match found means the sentence starts the paragraph.
+    brk = text.rfind("\n\n", start, pos)
+    if brk >= 0:
+        start = brk + 2
+    # The first match after the mention (one search, led by the literal full stop).
+    m = _FULL_STOP_END.search(text, pos)
+    end = m.end() if m is not None else len(text)
+    # The sentence stops at its paragraph's end (a match may reach into the next).
+    brk = text.find("\n\n", pos, end)
+    return start, (brk if brk >= 0 else end)
 
 
 def _marked_sentence(text: str, pos: int, para: int, stop: int) -> tuple[int, int]:
