@@ -178,6 +178,10 @@ def to_text(value: str | None) -> str:
         return ""
     value = cap(value, MAX_TEXT * 2)
     if "<" in value:
+        if _NOT_PLAIN.search(value) is None:
+            # Every "<" opens a simple tag other than <li> and <a>: the simple path
+            # applies with neither list items to mark nor links to keep.
+            return cap(_blocks_to_text(value))
         if _NOT_SIMPLE.search(value) is None:
             # Every "<" opens a simple tag, so none starts Slack syntax ("<@", "<#", "<!",
             # "<http" are none of them): nothing to keep, and the simple path applies.
@@ -213,6 +217,11 @@ _BLOCKS = (
 _ATTRS = r"""(?:\s+[A-Za-z_:][-\w:.]*(?:\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s"'<>=`]+))?)*\s*/?"""
 # A '<' that does not open one of the simple tags above.
 _NOT_SIMPLE = re.compile(rf"<(?!/?(?i:{_BLOCKS}|{_INLINE}|br)\b{_ATTRS}>)")
+# The same, with <li> and <a> refused too: markup without either (most descriptions) needs
+# no check for list items or PR links (each a scan of the text) once this one has passed.
+_NOT_PLAIN = re.compile(
+    rf"<(?!/?(?i:{_BLOCKS.replace('|li|', '|')}|{_INLINE.removeprefix('a|')}|br)\b{_ATTRS}>)"
+)
 _LI_OPEN = re.compile(rf"<(?i:li)\b{_ATTRS}>")
 # With the whitespace after it: that joins the paragraph break the tag becomes anyway,
 # and leaves fewer newline runs for paragraphs() to take apart.
@@ -244,6 +253,11 @@ def _simple_markup_to_text(markup: str) -> str | None:
     if "github.com" in markup and _A_OPEN.search(markup):
         return None  # a PR link's href must survive: lxml path appends it
     text = _LI_OPEN.sub("\n\n- ", markup) if "<l" in markup or "<L" in markup else markup
+    return _blocks_to_text(text)
+
+
+def _blocks_to_text(text: str) -> str:
+    """Text of simple markup with no <li> left: block tags become paragraph breaks."""
     text = _BLOCK_TAG.sub("\n\n", text)
     if "<" in text:
         # Two string replacements, not one with a function called for every tag.
