@@ -48,6 +48,7 @@ from stop_words import get_stop_words
 
 from digests.decide import matches
 from digests.errors import DigestError
+from digests.filters import Filter
 from digests.models import Episode, PrInfo, RecapEpisode, RecapPullRequest, WeeklyRecap
 from digests.pulls import state_tier
 
@@ -380,6 +381,7 @@ def _week_episodes(
 ) -> list[Episode]:
     """The week's episodes of ``shows`` that match ``keywords``, oldest first, no repeats."""
     wanted = {s.casefold() for s in shows}
+    chosen_filter = Filter.from_terms(keywords, strict=False)  # read once, not per episode
     seen: set[tuple[str, str]] = set()
     chosen: list[Episode] = []
     for ep in sorted(episodes, key=lambda e: (e.published_at, e.show, e.guid)):
@@ -389,7 +391,7 @@ def _week_episodes(
         if wanted and ep.show.casefold() not in wanted:
             continue
         # The same test delivery applies, so the recap lists exactly what the channel got.
-        if not matches(ep, keywords):
+        if not matches(ep, chosen_filter):
             continue
         seen.add(ident)
         chosen.append(ep)

@@ -47,7 +47,10 @@ def week_episodes(week: Week, deps: Deps, filters: Filters) -> list[Episode]:
     episodes = read_week(
         deps.settings, deps.store, week.year, week.number, list(filters), transcripts=filtered
     )
-    return [e for e in episodes if matches(e, filters.get(e.show, ()))]
+    if not filtered:
+        return episodes
+    chosen = {show: Filter.from_terms(kw, strict=False) for show, kw in filters.items()}
+    return [e for e in episodes if e.show not in chosen or matches(e, chosen[e.show])]
 
 
 def _has_episodes(week: Week, deps: Deps, filters: Filters) -> bool:
