@@ -17,9 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta
-
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.triggers.interval import IntervalTrigger
+from typing import TYPE_CHECKING
 
 from bot.delivery import Deliverer, Delivery, DeliveryReport
 from bot.enrichment import attach_details
@@ -39,6 +37,9 @@ from digests.render.daily import catch_up_title, render_daily
 from digests.store import Store
 from digests.store.ledger import Ledger
 from digests.types import LedgerState, Subscription
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 log = logging.getLogger(__name__)
 
@@ -212,6 +213,9 @@ def daily_job(
         await post_daily(settings, store, deliverer, renderer, clock())
 
     def add(scheduler: AsyncIOScheduler) -> None:
+        # Imported here: `run --once` posts the daily digests without a scheduler.
+        from apscheduler.triggers.interval import IntervalTrigger
+
         scheduler.add_job(
             run,
             trigger=IntervalTrigger(seconds=every, timezone=UTC),

@@ -33,6 +33,9 @@ def loaded_after(module: str) -> set[str]:
         # says so before the store, Slack or the web server are loaded.
         ("bot.service", {"sqlalchemy", "slack_sdk", "slack_bolt", "apscheduler", "uvicorn"}),
         ("bot.listen", {"sqlalchemy", "slack_sdk", "slack_bolt", "apscheduler", "uvicorn"}),
+        # `run --once` polls, delivers and posts the daily digests without a scheduler.
+        ("bot.daily", {"apscheduler"}),
+        ("bot.pipeline", {"apscheduler"}),
     ],
 )
 def test_module_loads_no_io_library(module: str, forbidden: set[str]) -> None:
