@@ -178,10 +178,10 @@ async def poll_show(
 
     ``parse_gate`` bounds the parses at once (see ``bot.ingest``); ``book``, the cycle's
     fetch states, read already and (a 304's) written later (``bot.poll_state``)."""
-    if book is not None:
-        before, inputs = book.state(show.name)
-    else:
-        before, inputs = await _db(lambda: store.poll_state(show.name))
+    known = book.state(show.name) if book is not None else None
+    if known is None:
+        known = await _db(lambda: store.poll_state(show.name))
+    before, inputs = known
     request = FeedRequest(
         settings.feed_location(show),
         feed_cap(settings, show),  # added from Slack: their own cap and public addresses only
@@ -377,7 +377,8 @@ async def run_once(
     book: PollBook | None = None
     try:
         # One thread hop before the polls: every show (the config file's and those added
-        # from Slack, unless ``shows``), the shows with ledger rows owed, every fetch state.
+        # from Slack, unless ``shows``), the shows with ledger rows owed, and (a cycle with
+        # its own gate) every show's lock and fetch state.
         lock_all = poll_gate is None
         start = await _db(lambda: cycle_start(settings, store, ledger, shows, lock_all=lock_all))
         settings, shows, unfinished, book = start

@@ -61,20 +61,23 @@ class PollBook:
     loses nothing but the poll's time (the next poll asks the same question), while a
     200's state is written after its episodes are stored, and a failure's at once."""
 
-    read: dict[str, tuple[FetchState, PlanInputs]]
+    # None: each show's state is read when its poll starts (a cycle sharing a gate).
+    read: dict[str, tuple[FetchState, PlanInputs]] | None
     polled: list[tuple[str, FetchState, FetchState]] = field(default_factory=list)
     # The shows whose poll locks the cycle took at once, held until its polls are done
     # (None: each show's is taken in the gate; see cycle_start).
     locks: ShowLocks | None = None
     polling: frozenset[str] | None = None
 
-    def state(self, show: str) -> tuple[FetchState, PlanInputs]:
+    def state(self, show: str) -> tuple[FetchState, PlanInputs] | None:
         """A show with no row yet starts from the defaults, as ``Store.poll_state`` says."""
+        if self.read is None:
+            return None
         return self.read.get(show) or (FetchState(), PlanInputs())
 
     def defer(self, show: str, before: FetchState, after: FetchState, status: str) -> bool:
         """Keep a 304's new state for the cycle's one write (False: write it now)."""
-        if status != "not_modified" or show not in self.read:
+        if status != "not_modified" or self.read is None or show not in self.read:
             return False  # a show with no row yet is inserted by save_fetch_state
         self.polled.append((show, before, after))
         return True
@@ -96,9 +99,9 @@ def cycle_start(
     config file's and those added from Slack), those with ledger rows owed, the book.
 
     ``lock_all``: take every show's poll lock first (``ShowLocks``: one connection for the
-    cycle), so the states are read under them. Only for a cycle that owns its gate: one
-    sharing a gate with other cycles takes each lock within it, so that the gate bounds
-    the connections held."""
+    cycle) and read every state under them. Only for a cycle that owns its gate: one
+    sharing a gate with other cycles (the scheduler's, a show each) takes each lock within
+    it, so that the gate bounds the connections held, and reads the state under it."""
     if shows is None:
         settings = live(settings, store)
         shows = settings.shows
@@ -106,7 +109,8 @@ def cycle_start(
     locks = ShowLocks(ledger, names) if lock_all else None
     polling = locks.acquire() if locks is not None else None
     try:
-        book = PollBook(store.poll_states(names), locks=locks, polling=polling)
+        read = store.poll_states(names) if lock_all else None
+        book = PollBook(read, locks=locks, polling=polling)
         return settings, shows, ledger.unfinished_shows(), book
     except BaseException:
         if locks is not None:
