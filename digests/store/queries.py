@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -70,6 +71,28 @@ def show_id_of(name: str) -> sa.ScalarSelect[Any]:
     """The show's id as a subquery: equality on ``episodes.show_id`` the planner can use
     with the show's indexes (a join on the name leaves it guessing which side to read)."""
     return sa.select(shows.c.id).where(shows.c.name == clean(name)).scalar_subquery()
+
+
+@functools.cache
+def _between(transcripts: bool, one_show: bool | None) -> sa.Select[Any]:
+    """``between``'s statement for its shape (``one_show`` None: every show), built once
+    and bound at execution: a week's read built and keyed it anew every time. As
+    ``in_shows`` limits it: one show by equality (its index), more by ``IN``."""
+    when = episodes.c.published_at
+    stmt = (
+        select_episodes(transcripts=transcripts)
+        .where(when >= sa.bindparam("start", type_=when.type))
+        .where(when < sa.bindparam("end", type_=when.type))
+        .order_by(*OLDEST)
+    )
+    if one_show is None:
+        return stmt
+    named = sa.select(shows.c.id)
+    if one_show:
+        one = named.where(shows.c.name == sa.bindparam("names", type_=shows.c.name.type))
+        return stmt.where(episodes.c.show_id == one.scalar_subquery())
+    wanted = named.where(shows.c.name.in_(sa.bindparam("names", expanding=True)))
+    return stmt.where(episodes.c.show_id.in_(wanted))
 
 
 class QueriesMixin:
@@ -166,14 +189,13 @@ class QueriesMixin:
     ) -> list[Episode]:
         """Published in [start, end), oldest first (``transcripts=False``: each with an
         empty transcript, for readers that never look at it)."""
-        start, end = aware(start, "start"), aware(end, "end")
-        return self._episodes(
-            "reading episodes by date",
-            select_episodes(transcripts=transcripts)
-            .where(episodes.c.published_at >= start, episodes.c.published_at < end)
-            .order_by(*OLDEST),
-            shows,
-        )
+        params: dict[str, Any] = {"start": aware(start, "start"), "end": aware(end, "end")}
+        names = None if shows is None else list(dict.fromkeys(clean(n) for n in shows))
+        if names is not None:
+            params["names"] = names[0] if len(names) == 1 else names
+        stmt = _between(transcripts, None if names is None else len(names) == 1)
+        with self._db.transaction("reading episodes by date", write=False) as conn:
+            return hydrate(conn, conn.execute(stmt, params).all())
 
     def count_between(
         self, start: datetime, end: datetime, shows: Sequence[str] | None = None
