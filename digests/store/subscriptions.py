@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
@@ -36,6 +37,25 @@ def _subscription(row: sa.Row[Any]) -> Subscription:
         daily_at=row.daily_at,
         mode_changed_at=row.mode_changed_at,
     )
+
+
+@functools.cache
+def _listing(
+    equal: tuple[str, ...], include_paused: bool, include_unsubscribed: bool
+) -> sa.Select[Any]:
+    """``subscriptions``' statement for its shape (``equal``: the columns it is given a
+    value of, bound at execution), built once: every command reads the channel's."""
+    stmt = sa.select(subscriptions).order_by(
+        subscriptions.c.team_id, subscriptions.c.channel_id, subscriptions.c.show
+    )
+    for name in equal:
+        column = subscriptions.c[name]
+        stmt = stmt.where(column == sa.bindparam(name, type_=column.type))
+    if not include_paused:
+        stmt = stmt.where(subscriptions.c.paused_reason.is_(None))
+    if not include_unsubscribed:
+        stmt = stmt.where(subscriptions.c.unsubscribed_at.is_(None))
+    return stmt
 
 
 # The ``filter`` column: each kind of term under its key, in the order given.
@@ -224,21 +244,11 @@ class SubscriptionsMixin:
     ) -> list[Subscription]:
         """The subscriptions matching the filters; tombstones only with
         ``include_unsubscribed`` (the config sync needs them, nothing else does)."""
-        stmt = sa.select(subscriptions).order_by(
-            subscriptions.c.team_id, subscriptions.c.channel_id, subscriptions.c.show
-        )
-        if team_id is not None:
-            stmt = stmt.where(subscriptions.c.team_id == team_id)
-        if channel_id is not None:
-            stmt = stmt.where(subscriptions.c.channel_id == channel_id)
-        if show is not None:
-            stmt = stmt.where(subscriptions.c.show == show)
-        if not include_paused:
-            stmt = stmt.where(subscriptions.c.paused_reason.is_(None))
-        if not include_unsubscribed:
-            stmt = stmt.where(subscriptions.c.unsubscribed_at.is_(None))
+        given = {"team_id": team_id, "channel_id": channel_id, "show": show}
+        params = {k: v for k, v in given.items() if v is not None}
+        stmt = _listing(tuple(params), include_paused, include_unsubscribed)
         with self._db.transaction("listing subscriptions", write=False) as conn:
-            return [_subscription(row) for row in conn.execute(stmt)]
+            return [_subscription(row) for row in conn.execute(stmt, params)]
 
     def pause_subscriptions(
         self, team_id: str, channel_id: str, reason: str, now: datetime
