@@ -133,6 +133,29 @@ class _MrkdwnCodeGenerator(CodeGenerator):
             self.write(", ")
         self.write("))")
 
+    # ``{{ value }}`` is ``escape(finalize(value))``; our finalize already returns escaped
+    # ``Mrkdwn``, so Jinja's ``escape`` only copied each value into a new ``Markup`` (a week's
+    # recap outputs over a thousand): the finalized value is output as it is.
+    def _output_child_pre(self, node: nodes.Expr, frame: Frame, finalize: Any) -> None:
+        if self._finalize_escapes(frame, finalize):
+            self.write(finalize.src)
+            return
+        super()._output_child_pre(node, frame, finalize)
+
+    def _output_child_post(self, node: nodes.Expr, frame: Frame, finalize: Any) -> None:
+        if self._finalize_escapes(frame, finalize):
+            self.write(")")
+            return
+        super()._output_child_post(node, frame, finalize)
+
+    def _finalize_escapes(self, frame: Frame, finalize: Any) -> bool:
+        return bool(
+            frame.eval_ctx.autoescape
+            and not frame.eval_ctx.volatile
+            and self.environment.finalize is _finalize
+            and finalize.src == "environment.finalize("
+        )
+
 
 class MrkdwnEnvironment(Environment):
     """An ``Environment`` whose every output path escapes for Slack mrkdwn, not HTML."""
