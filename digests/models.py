@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from typing import NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf, field_validator
 
 # What an episode whose feed gives no usable date carries until the store dates it.
 UNKNOWN_DATE = datetime(1970, 1, 1, tzinfo=UTC)
@@ -171,8 +172,10 @@ class RecapEpisode:
     pr_count: int = 0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RecapPullRequest:
+class RecapPullRequest(NamedTuple):
+    """A named tuple: a week of 20 shows has some 700, and a frozen dataclass sets each
+    of its nine fields through ``object.__setattr__`` (twice the cost of the tuple)."""
+
     number: int
     url: str
     episodes: tuple[str, ...] = ()  # headlines of the episodes naming it
@@ -196,7 +199,8 @@ class WeeklyRecap(_Frozen):
     end: datetime
     episodes: tuple[RecapEpisode, ...] = ()
     total_seconds: int = 0
-    pull_requests: tuple[RecapPullRequest, ...] = ()
+    # Taken as made (a named tuple would otherwise be rebuilt field by field).
+    pull_requests: tuple[InstanceOf[RecapPullRequest], ...] = ()
     subjects: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
     untimed_episodes: int = Field(default=0, description="episodes with no known duration")
