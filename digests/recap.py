@@ -173,24 +173,33 @@ def _runs(
     """Runs of content words, each with its words folded: broken at punctuation and at
     stopwords. ``folds``: each token seen → its folded form, or None for a break (a week's
     documents repeat the same words, so each is judged once per call of ``subjects``)."""
-    runs: list[tuple[list[str], list[str]]] = [([], [])]
+    runs: list[tuple[list[str], list[str]]] = []
+    words: list[str] = []
+    folded_words: list[str] = []
     for token in _TOKEN_RE.findall(text):
-        if token in folds:
-            folded = folds[token]
-        elif token in _BREAK or not token[0].isalnum():
-            folded = folds[token] = None
-        else:
-            folded = _fold(token)
-            if folded in stop or token.casefold() in stop or folded.isdigit() or len(folded) < 2:
-                folded = None
-            folds[token] = folded
+        folded = folds.get(token, "")  # "" never folds from a word: not judged yet
+        if folded == "":
+            folded = folds[token] = _judged(token, stop)
         if folded is None:
-            if runs[-1][0]:
-                runs.append(([], []))
+            if words:
+                runs.append((words, folded_words))
+                words, folded_words = [], []
             continue
-        runs[-1][0].append(token)
-        runs[-1][1].append(folded)
-    return [r for r in runs if r[0]]
+        words.append(token)
+        folded_words.append(folded)
+    if words:
+        runs.append((words, folded_words))
+    return runs
+
+
+def _judged(token: str, stop: frozenset[str]) -> str | None:
+    """A token folded, or None when it breaks a run (punctuation, a stopword, a number)."""
+    if token in _BREAK or not token[0].isalnum():
+        return None
+    folded = _fold(token)
+    if folded in stop or token.casefold() in stop or folded.isdigit() or len(folded) < 2:
+        return None
+    return folded
 
 
 @dataclass

@@ -27,6 +27,8 @@ _CR_RE = re.compile(r"\r\n?")
 # search then replaces three substitutions (a recap escapes a few thousand values).
 _UNSAFE_RE = re.compile(r"[&<>\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _WS_RE = re.compile(r"\s+")
+# Whitespace that collapsing changes: any but a space, or spaces in a row.
+_NOT_ONE_SPACE_RE = re.compile(r"[^\S ]| {2}")
 # What may not sit inside ``<…|…>``: a delimiter, a quote, whitespace or a control (one
 # search; a recap checks a URL per episode line).
 _URL_BREAKER_RE = re.compile(
@@ -127,8 +129,15 @@ def oneline(text: object) -> str:
     if text is None:
         return ""
     if hasattr(text, "__html__"):
-        return Mrkdwn(_WS_RE.sub(" ", str(text.__html__())).strip())
-    return _WS_RE.sub(" ", str(text)).strip()
+        return Mrkdwn(_collapse(str(text.__html__())))
+    return _collapse(str(text))
+
+
+def _collapse(raw: str) -> str:
+    # Most text has only single spaces: one search, and no new string to build.
+    if _NOT_ONE_SPACE_RE.search(raw) is None:
+        return raw.strip(" ")
+    return _WS_RE.sub(" ", raw).strip()
 
 
 def plain(text: object) -> str:
