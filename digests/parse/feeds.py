@@ -79,6 +79,57 @@ _ATOM_FIELDS: dict[tuple[str | None, str], str] = {
 
 _MAX_TRANSCRIPT_LINKS = 8
 
+# A feed's RawEntry made through its slots: the frozen dataclass's __init__ sets each of
+# its fourteen fields with object.__setattr__, a tenth of the cost of reading an item.
+# The same record (equal, same repr); only the feed readers make them so.
+_ENTRY_SLOTS = vars(RawEntry)
+_SET_GUID = _ENTRY_SLOTS["guid"].__set__
+_SET_TITLE = _ENTRY_SLOTS["title"].__set__
+_SET_DESCRIPTION = _ENTRY_SLOTS["description"].__set__
+_SET_TRANSCRIPT = _ENTRY_SLOTS["transcript"].__set__
+_SET_PUBLISHED = _ENTRY_SLOTS["published"].__set__
+_SET_DURATION = _ENTRY_SLOTS["duration"].__set__
+_SET_LINK = _ENTRY_SLOTS["link"].__set__
+_SET_AUDIO = _ENTRY_SLOTS["audio_url"].__set__
+_SET_NEARBY = _ENTRY_SLOTS["nearby"].__set__
+_SET_SHOW = _ENTRY_SLOTS["show"].__set__
+_SET_TRANSCRIPTS = _ENTRY_SLOTS["transcripts"].__set__
+_SET_CHAPTERS = _ENTRY_SLOTS["chapters_url"].__set__
+_SET_HASH = _ENTRY_SLOTS["raw_hash"].__set__
+_SET_NORMALISED = _ENTRY_SLOTS["normalised"].__set__
+
+
+def _feed_entry(
+    guid: str,
+    title: str,
+    description: str,
+    transcript: str,
+    published: str | None,
+    duration: str | None,
+    link: str | None,
+    audio_url: str | None,
+    transcripts: tuple[TranscriptLink, ...],
+    chapters_url: str | None,
+    raw_hash: str | None,
+) -> RawEntry:
+    """``RawEntry(...)`` of a feed item (no nearby titles, no show, text normalised)."""
+    entry: RawEntry = object.__new__(RawEntry)
+    _SET_GUID(entry, guid)
+    _SET_TITLE(entry, title)
+    _SET_DESCRIPTION(entry, description)
+    _SET_TRANSCRIPT(entry, transcript)
+    _SET_PUBLISHED(entry, published)
+    _SET_DURATION(entry, duration)
+    _SET_LINK(entry, link)
+    _SET_AUDIO(entry, audio_url)
+    _SET_NEARBY(entry, ())
+    _SET_SHOW(entry, None)
+    _SET_TRANSCRIPTS(entry, transcripts)
+    _SET_CHAPTERS(entry, chapters_url)
+    _SET_HASH(entry, raw_hash)
+    _SET_NORMALISED(entry, True)
+    return entry
+
 
 def _ns_kind(uri: str) -> str | None:
     key = uri.strip().lower()
@@ -492,19 +543,18 @@ def _rss_item(
     if guid is None:
         # From the link as the feed wrote it: resolving it must not renumber the episode.
         guid = stable_guid(raw_link, title, published)
-    return RawEntry(
-        guid=guid,
-        title=title,
-        description=description,
-        transcript=transcript,
-        published=published,
-        duration=squash(f.get("duration", ""))[:100] or None,
-        link=link,
-        audio_url=audio[:MAX_TITLE] if audio else None,
-        transcripts=tuple(transcripts),
-        chapters_url=chapters,
-        raw_hash=raw_hash,
-        normalised=True,
+    return _feed_entry(
+        guid,
+        title,
+        description,
+        transcript,
+        published,
+        squash(f.get("duration", ""))[:100] or None,
+        link,
+        audio[:MAX_TITLE] if audio else None,
+        tuple(transcripts),
+        chapters,
+        raw_hash,
     )
 
 
@@ -585,17 +635,16 @@ def _atom_entry(
     transcript = f.get("content") or to_text(f.get("podcast_transcript"))
     if guid is None:
         guid = stable_guid(raw_link, title, published)
-    return RawEntry(
-        guid=guid,
-        title=title,
-        description=cap(description),
-        transcript=cap(transcript),
-        published=published,
-        duration=squash(f.get("duration", ""))[:100] or None,
-        link=link[:MAX_TITLE] if link else None,
-        audio_url=audio[:MAX_TITLE] if audio else None,
-        transcripts=tuple(transcripts),
-        chapters_url=chapters,
-        raw_hash=raw_hash,
-        normalised=True,
+    return _feed_entry(
+        guid,
+        title,
+        cap(description),
+        cap(transcript),
+        published,
+        squash(f.get("duration", ""))[:100] or None,
+        link[:MAX_TITLE] if link else None,
+        audio[:MAX_TITLE] if audio else None,
+        tuple(transcripts),
+        chapters,
+        raw_hash,
     )
