@@ -503,7 +503,7 @@ def _mentions(text: str, lower: str, cap: int | None) -> list[tuple[int, int, st
     append = found.append
     if "pr" in lower:
         _head_mentions(_PR_MENTIONS[0], text, lower, append)
-    if "pull" in lower:
+    if "request" in lower:  # a cheaper test than "pull": links hold "/pull/"
         _head_mentions(_PR_MENTIONS[1], text, lower, append)
     if cap is not None and len(found) > cap:
         # Which list numbers the cap drops depends on the order heads are met in: the

@@ -218,7 +218,8 @@ def _chapters_link(el: etree._Element, base: str | None) -> str | None:
 
 # Items of every RSS flavour (any namespace) and Atom entries: the elements read as the
 # document streams in, so a large feed never holds its whole tree.
-_ENTRY_TAGS = ("{*}item", _ATOM + "entry")
+_ATOM_ENTRY = _ATOM + "entry"
+_ENTRY_TAGS = ("{*}item", _ATOM_ENTRY)
 
 
 # libxml2 errors about characters, not structure: bytes invalid in the declared encoding
@@ -337,6 +338,10 @@ class _Stream:
         self.show_title: str | None = None
         self.link: str | None = None
         self._titled = False
+        # The element found to hold entries: every item has the same parent, whose own
+        # checks (its tag, its place) need not be made again for each (lxml gives the
+        # same proxy for a node while one is referenced).
+        self._container: etree._Element | None = None
 
     def hash_items(self, data: bytes, items: ItemHashes | None) -> None:
         if items is not None and self.feed:
@@ -384,9 +389,17 @@ class _Stream:
 
     def _holds_entries(self, parent: etree._Element, el: etree._Element) -> bool:
         if self.atom:
-            return parent is self.root and el.tag == _ATOM + "entry"
-        if el.tag == _ATOM + "entry":
+            return parent is self.root and el.tag == _ATOM_ENTRY
+        if el.tag == _ATOM_ENTRY:
             return False
+        if parent is self._container:
+            return True
+        if self._parent_holds_entries(parent):
+            self._container = parent
+            return True
+        return False
+
+    def _parent_holds_entries(self, parent: etree._Element) -> bool:
         if parent is self.root:
             return True
         ptag = parent.tag if isinstance(parent.tag, str) else ""
@@ -585,7 +598,7 @@ def parse_atom(root: etree._Element, source: str, base: str | None = None) -> Pa
     entries: list[RawEntry] = []
     for el in root:
         tag = el.tag
-        if tag == _ATOM + "entry":
+        if tag == _ATOM_ENTRY:
             if len(entries) >= MAX_ENTRIES:
                 break
             try:
