@@ -53,6 +53,13 @@ class Mrkdwn(Markup):
 
     __slots__ = ()
 
+    def __new__(cls, object: Any = "", encoding: str | None = None, errors: str = "strict") -> Self:
+        # Ours are made from plain strings thousands of times a recap: no ``__html__`` to
+        # look for, nothing to decode.
+        if type(object) is str:
+            return str.__new__(cls, object)
+        return super().__new__(cls, object, encoding, errors)
+
     @classmethod
     def escape(cls, s: Any, /) -> Self:
         if hasattr(s, "__html__"):
