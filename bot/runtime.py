@@ -5,10 +5,13 @@ from __future__ import annotations
 import gc
 import logging
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from config.settings import Settings
 from digests.errors import ConfigError, SlackError
-from digests.store import Store
+
+if TYPE_CHECKING:
+    from digests.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +28,9 @@ REQUEST_DB_WAIT = 1.0
 def open_store(settings: Settings, *, wait: float | None = None) -> Store:
     """The store, migrated, with every configured show known to it; ``wait``: see
     :class:`digests.store.database.Database` (None for batch work)."""
+    # Imported here: a process that fails before it opens the store never loads it.
+    from digests.store import Store
+
     store = Store.open(settings.database_url, wait=wait)
     for show in settings.shows:
         store.ensure_show(show.name, settings.feed_location(show), show.repo)

@@ -1,8 +1,8 @@
 """The processes the CLI starts: one poll (`run --once`), web, clock, both, and the recap.
 
 Each command imports what it uses when it starts (the store, the renderer, the app, the
-scheduler), so one that fails on its settings or its port says so before loading them:
-they are most of a second of a process's start.
+scheduler; ``bot.runtime`` opens the store the same way), so one that fails on its settings
+or its port says so before loading them: they are most of a second of a process's start.
 """
 
 from __future__ import annotations
@@ -17,6 +17,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 from zoneinfo import ZoneInfo
 
+from bot.runtime import (
+    REQUEST_DB_WAIT,
+    open_store,
+    resolve_team_id,
+    settle_heap,
+    sync_config_channels,
+    utcnow,
+)
 from config.settings import Settings
 from digests.errors import ConfigError, SlackError
 
@@ -35,7 +43,6 @@ async def run_once(settings: Settings, out: TextIO) -> object:
     from bot.outbox import make_outbox
     from bot.pipeline import print_report
     from bot.pipeline import run_once as poll_once
-    from bot.runtime import open_store, resolve_team_id, sync_config_channels, utcnow
     from digests.fetch import make_http_client
     from digests.render import Renderer
 
@@ -75,7 +82,6 @@ async def _web(settings: Settings, stop: asyncio.Event, sock: socket.socket | No
     """The Bolt app over HTTP on ``sock`` (or Socket Mode with an app token) until ``stop``
     is set."""
     from bot.app import build_app
-    from bot.runtime import REQUEST_DB_WAIT, open_store, settle_heap
     from bot.server import build_asgi, serve
     from digests.render import Renderer
 
@@ -182,7 +188,6 @@ async def recap(
 ) -> int:
     """``digestbot recap``: print the week's recap, or post it to one channel (once)."""
     from bot.recap_build import weekly
-    from bot.runtime import open_store, utcnow
     from digests.render import Renderer
     from digests.render.recap import recap_text, render_recap
 
@@ -230,7 +235,6 @@ async def _post_recap(
     """Through the same ledger as the scheduled recap, so it never lands twice."""
     from bot.delivery import Deliverer, Delivery
     from bot.outbox import make_outbox
-    from bot.runtime import resolve_team_id
 
     team_id = await resolve_team_id(settings)
     item = Delivery(
