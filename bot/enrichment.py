@@ -45,7 +45,9 @@ def make_github_http() -> httpx.AsyncClient:
 
 
 def github_client(settings: Settings, http: httpx.AsyncClient) -> GitHubClient:
-    return GitHubClient(http, settings.github_base_url, settings.github_token)
+    return GitHubClient(
+        http, settings.github_base_url, settings.github_token, backoff=settings.github_retry_seconds
+    )
 
 
 def _show_rules(settings: Settings, show: str) -> tuple[str, PrRules]:

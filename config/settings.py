@@ -189,6 +189,8 @@ class Settings(BaseSettings):
     github: bool | None = None
     github_api_url: str | None = None
     github_token: str | None = None
+    # The first wait before retrying a GitHub 5xx or timeout; each retry doubles it.
+    github_retry_seconds: float = Field(default=0.5, ge=0, le=30)
     port: int = 3000
 
     # Where the file was read from; relative feed paths resolve against its folder.

@@ -65,10 +65,12 @@ _GROUPS: dict[str, str] = {
 
 def pytest_configure(config: pytest.Config) -> None:
     # Slack's 5xx and dropped connections are retried after 0.5 s, 1 s, 2 s plus up to 1 s of
-    # jitter each: real waits for the fake's scripted outages, idle time of a worker (~16 s
-    # in test_oauth_outages alone). Set in the environment so the bot's own subprocesses
-    # (run --once, clocks) back off as briefly; the retries themselves are the same.
+    # jitter each, GitHub's after 0.5 s, 1 s: real waits for the fakes' scripted outages,
+    # idle time of a worker (~16 s in test_oauth_outages alone). Set in the environment so
+    # the bot's own subprocesses (run --once, clocks) back off as briefly; the retries
+    # themselves are the same.
     os.environ.setdefault("SLACK_RETRY_SECONDS", "0.01")
+    os.environ.setdefault("GITHUB_RETRY_SECONDS", "0.01")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
