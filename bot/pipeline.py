@@ -371,7 +371,7 @@ async def run_once(
     makes its own when GitHub is enabled).
     """
     own = deliverer is None
-    deliverer = deliverer or Deliverer(store, outbox)
+    deliverer = deliverer or Deliverer.of(settings, store, outbox)
     ledger = deliverer.ledger
     enriching: asyncio.Task[EnrichReport] | None = None
     book: PollBook | None = None

@@ -109,7 +109,7 @@ class Clock:
         self.outbox = outbox
         self.http_client = http_client
         self.now = _as_now(now)
-        self.deliverer = deliverer or Deliverer(store, outbox)
+        self.deliverer = deliverer or Deliverer.of(settings, store, outbox)
         self.renderer = renderer or Renderer.of(settings)
         self.on_report = on_report
         self.github = GitHubSession(settings)
@@ -329,7 +329,7 @@ async def _run(
 ) -> None:
     outbox = make_outbox(settings, sys.stdout, store)
     renderer = Renderer.of(settings)
-    deliverer = Deliverer(store, outbox)
+    deliverer = Deliverer.of(settings, store, outbox)
     extra: list[ExtraJob] = [
         recap_job(settings, store, deliverer, renderer),
         daily_job(settings, store, deliverer, renderer),

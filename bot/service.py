@@ -51,7 +51,7 @@ async def run_once(settings: Settings, out: TextIO) -> object:
         team_id = await resolve_team_id(settings)
         await asyncio.to_thread(sync_config_channels, settings, store, team_id)
         outbox = make_outbox(settings, out, store)
-        deliverer = Deliverer(store, outbox)
+        deliverer = Deliverer.of(settings, store, outbox)
         renderer = Renderer.of(settings)
         try:
             async with make_http_client() as http_client:
@@ -247,7 +247,7 @@ async def _post_recap(
     )
     outbox = make_outbox(settings, out, store)
     try:
-        report = await Deliverer(store, outbox).deliver([item])
+        report = await Deliverer.of(settings, store, outbox).deliver([item])
     finally:
         await outbox.close()
     if report.failed or report.paused or report.stopped_teams:

@@ -183,6 +183,8 @@ class Settings(BaseSettings):
     # The first wait before retrying a Slack 5xx or a failed connection; each retry doubles
     # it, plus a random jitter of up to twice it (slack_sdk's own backoff at 0.5).
     slack_retry_seconds: float = Field(default=0.5, ge=0, le=30)
+    # Seconds between two posts to one channel (Slack allows about one a second).
+    slack_post_interval: float = Field(default=1.0, ge=0, le=60)
     database_url: str = "sqlite:///digestbot.sqlite3"
     # GitHub: PR titles and states. Asked only when enabled: `github = true` in the file, or
     # GITHUB_TOKEN / GITHUB_API_URL set; `github = false` turns it off whatever is set.

@@ -71,6 +71,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # themselves are the same.
     os.environ.setdefault("SLACK_RETRY_SECONDS", "0.01")
     os.environ.setdefault("GITHUB_RETRY_SECONDS", "0.01")
+    # Posts to one channel a second apart, as Slack wants, made every in-process run of the
+    # bot's own processes (run --once, the clock, recap --post) wait a second per thread
+    # reply. Pacing has its own tests (test_delivery_paced, and test_delivery's with an
+    # explicit interval); the real-process tests that need Slack's pace set it back.
+    os.environ.setdefault("SLACK_POST_INTERVAL", "0")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

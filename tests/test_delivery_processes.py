@@ -65,6 +65,9 @@ def env_for(db_url: str, config: Path, fake: SlackFake) -> dict[str, str]:
         SLACK_BOT_TOKEN=fake.token,
         SLACK_API_URL=fake.api_url,
         PYTHONPATH=str(ROOT),
+        # Slack's pace (the test run's default is none): a fan-out the tests kill must
+        # still be going on when they kill it.
+        SLACK_POST_INTERVAL="1",
     )
     return env
 

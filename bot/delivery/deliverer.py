@@ -18,6 +18,7 @@ import socket
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from bot.delivery.items import Delivery, DeliveryReport
 from bot.delivery.paced import Meter, PacedOutbox, Policy
@@ -31,6 +32,9 @@ from digests.store import Store
 from digests.store.ledger import Ledger, LedgerRow, NewRow, OwnerLock, Transaction
 from digests.store.ledger_writer import LedgerWriter
 from digests.types import Ident, LedgerEntry, LedgerState, RowStep
+
+if TYPE_CHECKING:
+    from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +87,16 @@ class Deliverer:
         # Items some task of this deliverer is on right now: our own ``posting`` row is
         # stale only when it is not among them.
         self._active: set[Ident] = set()
+
+    @classmethod
+    def of(cls, settings: Settings, store: Store, outbox: Outbox) -> Deliverer:
+        """The deliverer the bot's processes use: Slack's pace and retry wait from settings."""
+        return cls(
+            store,
+            outbox,
+            per_channel_interval=settings.slack_post_interval,
+            backoff=settings.slack_retry_seconds,
+        )
 
     # -- lifecycle ------------------------------------------------------------------------
     async def _ensure_owner(self) -> None:
