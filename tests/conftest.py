@@ -77,6 +77,17 @@ def pytest_configure(config: pytest.Config) -> None:
     # explicit interval); the real-process tests that need Slack's pace set it back.
     os.environ.setdefault("SLACK_POST_INTERVAL", "0")
 
+# Tests of several seconds each (waits they are about: a database that never answers, a
+# slow GitHub, a browser; or real migrations of 30 files), run first: pytest-xdist hands out
+# single tests in collection order, so one of these collected last (test_store_* is) kept
+# one worker busy while the other had nothing left. By file, or file and test name.
+_LONG_FIRST: tuple[tuple[str, str], ...] = (
+    ("test_store_migrations.py", "test_new_sqlite_files_opened_together"),
+    ("test_store_request_timeouts.py", ""),
+    ("test_oauth_browser.py", ""),
+    ("test_github_poll.py", "test_the_digest_does_not_wait_for_a_slow_github"),
+)
+
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     _vacuum_once()
@@ -109,6 +120,7 @@ def _vacuum_once() -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not _long(item))  # stable: the rest keep their order
     for item in items:
         if item.path.name in _ALONE:
             item.add_marker(pytest.mark.alone)
@@ -117,6 +129,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         group = _GROUPS.get(item.path.name)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _long(item: pytest.Item) -> bool:
+    return any(
+        item.path.name == name and item.name.startswith(test) for name, test in _LONG_FIRST
+    )
 
 
 @pytest.hookimpl(hookwrapper=True)
