@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _serve_app(port: int, database_url: str, api_url: str, cache_ttl: float) -> None:
     from bot.app import build_app
+    from bot.runtime import settle_heap
     from bot.server import build_asgi, serve
     from bot.slack import make_web_client
     from digests.render import Renderer
@@ -60,6 +61,7 @@ def _serve_app(port: int, database_url: str, api_url: str, cache_ttl: float) -> 
         client=make_web_client(settings),
         reply_cache_ttl=cache_ttl,
     )
+    settle_heap()  # as bot.service's serve does once the app is built
     asyncio.run(serve(settings, build_asgi(app, store), host="127.0.0.1", port=port))
 
 
@@ -71,6 +73,7 @@ def _serve_bare(port: int, body_path: str, nagle: bool = False) -> None:
     from starlette.responses import Response
     from starlette.routing import Route
 
+    from bot.runtime import settle_heap
     from bot.server import serve
     from config.settings import Settings
 
@@ -95,6 +98,7 @@ def _serve_bare(port: int, body_path: str, nagle: bool = False) -> None:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", port))
+    settle_heap()  # the same process set-up as the app's server
     asyncio.run(serve(Settings(), bare, host="127.0.0.1", port=port, sock=sock))
 
 
