@@ -20,6 +20,7 @@ import gc
 import hashlib
 import io
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -176,6 +177,32 @@ def _median_ms(
         finally:
             gc.enable()
     return statistics.median(times)
+
+
+def _preempted(fn: Callable[[], object], runs: int) -> str:
+    """Wall against CPU time of ``runs`` calls (collector off), with what the process
+    waited on: a wall time above the CPU time with no voluntary switches and no major
+    faults is time other processes had the core (involuntary switches), not ours."""
+    gaps, switches, faults, sys_ms = [], 0, 0, 0.0
+    for _ in range(runs):
+        gc.collect()
+        gc.disable()
+        try:
+            r0 = resource.getrusage(resource.RUSAGE_SELF)
+            w0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            gaps.append((time.perf_counter() - w0 - (time.process_time() - c0)) * 1000)
+            r1 = resource.getrusage(resource.RUSAGE_SELF)
+        finally:
+            gc.enable()
+        switches += r1.ru_nivcsw - r0.ru_nivcsw
+        faults += (r1.ru_majflt - r0.ru_majflt) + (r1.ru_nvcsw - r0.ru_nvcsw)
+        sys_ms += (r1.ru_stime - r0.ru_stime) * 1000
+    return (
+        f"wall - CPU median {statistics.median(gaps):.1f} ms, max {max(gaps):.1f} ms;"
+        f" per run: {switches / runs:.0f} involuntary switches, {faults / runs:.0f}"
+        f" waits (voluntary switches + major faults), {sys_ms / runs:.1f} ms system time"
+    )
 
 
 _RSS_PROBE = """
@@ -336,6 +363,7 @@ def _timings(
         lxml_gc = _median_ms(paths.lxml, runs, clock, True)
         ours_gc = _median_ms(paths.ours, runs, clock, True)
         reread_gc = _median_ms(paths.reread, runs, clock, True)
+        print(f"[{label}] cold: {_preempted(paths.ours, runs)}")
         print(
             f"[{label}, gc on] lxml {lxml_gc:8.1f} ms, cold {ours_gc:8.1f} ms"
             f" = {ours_gc / lxml_gc:.2f}x, re-read {reread_gc:8.1f} ms = {reread_gc / lxml_gc:.2f}x"
