@@ -17,7 +17,9 @@ from __future__ import annotations
 import compileall
 import fcntl
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +32,28 @@ import pytest
 # the fixture modules below): pytest reads a cached module whatever the flag says, checked
 # against the source's mtime and size; the bot's subprocesses keep the environment's flag.
 sys.dont_write_bytecode = False
+
+
+def _scratch_in_memory() -> None:
+    """Scratch files (tmp_path, the store templates, the bot processes' temp files) on the
+    machine's tmpfs when it has one with room, unless TMPDIR says where. On these machines
+    /tmp is a disk mounted with discard: each unlink, and each fsync of a test's SQLite
+    checkpoint, waited on it (four SQLite-heavy files serially: 14.0-20.7 s wall on /tmp,
+    10.1-11.3 s on /dev/shm, the same CPU)."""
+    shm = Path("/dev/shm")
+    if os.environ.get("TMPDIR") or not os.access(shm, os.W_OK):
+        return
+    try:
+        if shutil.disk_usage(shm).free < _SCRATCH_ROOM:
+            return
+    except OSError:
+        return
+    os.environ["TMPDIR"] = str(shm)
+    tempfile.tempdir = None  # gettempdir() looks again
+
+
+_SCRATCH_ROOM = 2 * 1024**3  # a run leaves ~150 MB; pytest keeps the last three runs'
+_scratch_in_memory()
 
 from tests.fixtures.store import POSTGRES_ENV, vacuum_catalogs  # noqa: E402
 
