@@ -55,16 +55,28 @@ def cpu_ticks(pid: int) -> int:
 
 
 def wait_idle(pid: int, quiet: float = 2.0, timeout: float = 60.0) -> None:
-    """Until ``pid`` has used no CPU for ``quiet`` seconds (polled every 0.25 s)."""
+    """Until ``pid`` has used at most 5% of a CPU for ``quiet`` seconds (polled every 0.25 s).
+
+    Not "no CPU at all": uvicorn wakes ten times a second, and on a slow VM those wakes are
+    charged a clock tick (10 ms) every half second or so (4 ticks in 2 s, measured on an
+    idle ``serve``), so a strict test never ended there."""
     deadline = time.monotonic() + timeout
-    last, since = cpu_ticks(pid), time.monotonic()
-    while time.monotonic() - since < quiet:
+    allowed = _IDLE_SHARE * quiet * os.sysconf("SC_CLK_TCK")
+    samples = [(time.monotonic(), cpu_ticks(pid))]
+    while True:
         if time.monotonic() > deadline:
             raise SystemExit(f"process {pid} never went idle")
         time.sleep(0.25)
-        now = cpu_ticks(pid)
-        if now != last:
-            last, since = now, time.monotonic()
+        now = (time.monotonic(), cpu_ticks(pid))
+        samples.append(now)
+        while len(samples) > 1 and now[0] - samples[1][0] >= quiet:
+            samples.pop(0)
+        first = samples[0]
+        if now[0] - first[0] >= quiet and now[1] - first[1] <= allowed:
+            return
+
+
+_IDLE_SHARE = 0.05
 
 
 def config_file(directory: Path) -> Path:
@@ -198,7 +210,8 @@ def main() -> None:
         runs = [serve_rss(url, fake, args.modules and n == 0) for n in range(args.rounds)]
     floor = floor_rss()
     print(f"`digestbot serve`, SQLite store of {args.episodes:,} episodes, {len(SHOWS)} shows;")
-    print(f"{len(COMMANDS) * 2} signed commands, then idle (no CPU for 2 s); {args.rounds} runs")
+    idle = "at most 5% of a CPU for 2 s"
+    print(f"{len(COMMANDS) * 2} signed commands, then idle ({idle}); {args.rounds} runs")
     print(f"{'':24}{'MB (median)':>12}   per run")
     for key, label in (
         ("started", "RSS at first /healthz"),
