@@ -98,7 +98,7 @@ def build_app(
             # Bolt's own authorization calls auth.test on the first request and refuses it
             # when Slack is down; SlackIdentity answers from the token meanwhile. An
             # AsyncAuthorize, not a function: Bolt inspects a function on every request.
-            authorize=FunctionAuthorize(
+            authorize=FunctionAuthorize(  # type: ignore[arg-type]
                 SlackIdentity(client).resolve if client.token else _tokenless
             ),
         )
@@ -135,7 +135,7 @@ def _oauth_app(
         client=client,
         oauth_flow=build_oauth_flow(settings, installations, client, store),
         # An AsyncAuthorize instance (not a function) is what Bolt accepts beside a flow.
-        authorize=TeamAuthorize(tokens),
+        authorize=TeamAuthorize(tokens),  # type: ignore[arg-type]
     )
     register_leaving(app, installations, tokens, store)
     return app

@@ -24,11 +24,9 @@ depend on the request:
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
-import os
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import cached_property
 from typing import Any, TypeVar
 from urllib.parse import unquote
@@ -39,9 +37,7 @@ from slack_bolt.authorization.async_authorize import AsyncAuthorize
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.error import BoltError
 from slack_bolt.listener.async_listener import AsyncCustomListener
-from slack_bolt.listener.asyncio_runner import AsyncioListenerRunner
 from slack_bolt.logger import get_bolt_app_logger
-from slack_bolt.logger.messages import warning_unhandled_by_global_middleware
 from slack_bolt.request.async_internals import build_async_context
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.request.internals import (
@@ -52,7 +48,7 @@ from slack_bolt.request.internals import (
 )
 from slack_bolt.request.payload_utils import to_command
 from slack_bolt.response import BoltResponse
-from slack_bolt.util.utils import get_name_for_callable, is_callable_coroutine
+from slack_bolt.util.utils import is_callable_coroutine
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import async_default_handlers
 from slack_sdk.proxy_env_variable_loader import load_http_proxy_from_env
@@ -121,16 +117,13 @@ class FormRequest(AsyncBoltRequest):
         self.mode = "http"
 
 
-def bolt_request(
-    request: Request, body: bytes, fields: Iterable[tuple[str, str]] | None = None
-) -> AsyncBoltRequest:
+def bolt_request(request: Request, body: bytes) -> AsyncBoltRequest:
     """What Bolt's Starlette adapter (``to_async_bolt_request``) makes of a request and its
-    body; a body that is not UTF-8 raises ``UnicodeDecodeError`` as there. ``fields``: the
-    request's headers already decoded (``request.headers.items()``)."""
+    body; a body that is not UTF-8 raises ``UnicodeDecodeError`` as there."""
     text = body.decode("utf-8")
     headers: dict[str, str | Sequence[str]] = {}
-    for name, value in request.headers.items() if fields is None else fields:
-        headers[name] = [value]  # the last of repeated headers, as Bolt
+    for name, value in request.headers.items():  # the last of repeated headers, as Bolt
+        headers[name] = [value]
     query: dict[str, Sequence[str]] | None = None
     if request.scope.get("query_string"):
         query = {name: [value] for name, value in request.query_params.items()}
@@ -234,90 +227,8 @@ class CommandListener(AsyncCustomListener):
 # -- the app -------------------------------------------------------------------------------
 
 
-class QuietListenerRunner(AsyncioListenerRunner):
-    """Bolt's runner, without formatting every response's body into a debug line that is
-    then not logged."""
-
-    def _debug_log_completion(self, starting_time: float, response: BoltResponse) -> None:
-        if self.logger.isEnabledFor(logging.DEBUG):
-            super()._debug_log_completion(starting_time, response)
-
-
-class _Next:
-    """The ``next`` Bolt hands each middleware: it only records that it was called."""
-
-    __slots__ = ("called",)
-
-    def __init__(self) -> None:
-        self.called = False
-
-    async def __call__(self) -> None:
-        self.called = True
-
-
 class DigestApp(AsyncApp):
     """``AsyncApp`` with the cheaper per-request context and :meth:`command_listener`."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        # Bolt names an unnamed app after the file constructing it: our caller's, not ours.
-        kwargs["name"] = kwargs.get("name") or inspect.stack()[1].filename.split(os.path.sep)[-1]
-        super().__init__(**kwargs)
-        # The same runner, same state: only its debug line is built when it is logged.
-        self._async_listener_runner.__class__ = QuietListenerRunner
-
-    async def async_dispatch(self, req: AsyncBoltRequest) -> BoltResponse:
-        """``AsyncApp.async_dispatch``, step for step, without the debug lines (and each
-        listener's name) it builds for every middleware and listener it passes, logged or
-        not; with debug logging on, or unhandled requests raising, it is Bolt's own."""
-        if self._raise_error_for_unhandled_request or self._framework_logger.isEnabledFor(
-            logging.DEBUG
-        ):
-            return await super().async_dispatch(req)
-        self._init_context(req)
-        resp: BoltResponse | None = BoltResponse(status=200, body="")
-        try:
-            for middleware in self._async_middleware_list:
-                follow = _Next()
-                resp = await middleware.async_process(req=req, resp=resp, next=follow)  # type: ignore[arg-type]
-                if not follow.called:
-                    if resp is None:
-                        resp = BoltResponse(
-                            status=404, body={"error": "no next() calls in middleware"}
-                        )
-                        self._framework_logger.warning(
-                            warning_unhandled_by_global_middleware(middleware.name, req)
-                        )
-                    return resp
-            for listener in self._async_listeners:
-                if not await listener.async_matches(req=req, resp=resp):  # type: ignore[arg-type]
-                    continue
-                listener_resp, next_not_called = await listener.run_async_middleware(
-                    req=req,
-                    resp=resp,  # type: ignore[arg-type]
-                )
-                if next_not_called:
-                    if listener_resp is not None:
-                        return listener_resp
-                    continue  # the listener's middleware says it is not for this request
-                if listener_resp is not None:
-                    resp = listener_resp
-                answered = await self._async_listener_runner.run(
-                    request=req,
-                    response=resp,  # type: ignore[arg-type]
-                    listener_name=get_name_for_callable(listener.ack_function),
-                    listener=listener,
-                )
-                if answered is not None:
-                    return answered
-            if resp is None:
-                resp = BoltResponse(status=404, body={"error": "unhandled request"})
-            return self._handle_unmatched_requests(req, resp)
-        except Exception as error:
-            resp = BoltResponse(status=500, body="")
-            await self._async_middleware_error_handler.handle(
-                error=error, request=req, response=resp
-            )
-            return resp
 
     @cached_property
     def _client_constants(self) -> tuple[str, str | None]:

@@ -15,7 +15,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator
 
 import sqlalchemy as sa
 import uvicorn
@@ -25,6 +25,7 @@ from slack_bolt.adapter.starlette.async_handler import (
 )
 from slack_bolt.async_app import AsyncApp
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
@@ -64,7 +65,7 @@ def _too_large() -> Response:
     return PlainTextResponse("payload too large", status_code=413)
 
 
-def _plausibly_signed(headers: Mapping[str, str], now: float) -> bool:
+def _plausibly_signed(headers: Headers, now: float) -> bool:
     """The signature headers have Slack's shape and a fresh timestamp: checked before a
     byte of body is read, so unsigned traffic costs nothing."""
     timestamp = headers.get("x-slack-request-timestamp", "")
@@ -76,7 +77,7 @@ def _plausibly_signed(headers: Mapping[str, str], now: float) -> bool:
     return signature.startswith("v0=") and len(signature) == _SIGNATURE_LENGTH
 
 
-def signature_valid(secret: str, headers: Mapping[str, str], body: bytes) -> bool:
+def signature_valid(secret: str, headers: Headers, body: bytes) -> bool:
     """Slack's v0 HMAC over the raw bytes (slack_sdk's verifier decodes the body as UTF-8
     first, and raises on anything else)."""
     timestamp = headers.get("x-slack-request-timestamp", "")
@@ -98,13 +99,6 @@ async def read_body(request: Request, limit: int = MAX_BODY) -> bytes | None:
     return bytes(body)
 
 
-def _header_fields(request: Request) -> list[tuple[str, str]]:
-    """The request's headers decoded once: Starlette's ``Headers`` scans and decodes the raw
-    list on every lookup, and a signed request is looked up a dozen times."""
-    raw = request.headers.raw
-    return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in raw]
-
-
 def _signing_secret(app: AsyncApp) -> str | None:
     # Bolt keeps the secret it verifies with privately; reading it keeps one source of truth
     # (build_app picks a random one when none is configured).
@@ -116,14 +110,12 @@ def _unreadable() -> Response:
     return JSONResponse({"response_type": "ephemeral", "text": messages.UNREADABLE_REQUEST})
 
 
-async def _dispatch(
-    app: AsyncApp, request: Request, body: bytes, fields: list[tuple[str, str]] | None = None
-) -> Response:
+async def _dispatch(app: AsyncApp, request: Request, body: bytes) -> Response:
     """Hand a verified body to Bolt. A signed body Bolt cannot make sense of (not UTF-8, a
     ``payload`` that is not JSON, nested past the parser's depth, ``actions`` that are not
     a list) gets a polite reply instead of a 500 (which Slack shows as "dispatch_failed")."""
     try:
-        response = await app.async_dispatch(bolt_request(request, body, fields))
+        response = await app.async_dispatch(bolt_request(request, body))
     except (ValueError, RecursionError, TypeError, AttributeError, KeyError) as exc:
         log.warning("unreadable signed request: %s: %s", type(exc).__name__, exc)
         return _unreadable()
@@ -136,13 +128,11 @@ def _events_handler(app: AsyncApp) -> Callable[[Request], Awaitable[Response]]:
     secret = _signing_secret(app)
 
     async def events(request: Request) -> Response:
-        fields = _header_fields(request)
-        headers = dict(reversed(fields))  # the first of repeated headers, as Headers.get
-        length = headers.get("content-length")
+        length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
             return _too_large()
         # Bolt trusts this check (bot.app.VERIFIED): without a secret nothing gets through.
-        if secret is None or not _plausibly_signed(headers, time.time()):
+        if secret is None or not _plausibly_signed(request.headers, time.time()):
             return _refused()
         try:
             async with asyncio.timeout(BODY_TIMEOUT):
@@ -152,9 +142,9 @@ def _events_handler(app: AsyncApp) -> Callable[[Request], Awaitable[Response]]:
         if body is None:
             return _too_large()
         # Verified on the raw bytes, before anything parses them.
-        if not signature_valid(secret, headers, body):
+        if not signature_valid(secret, request.headers, body):
             return _refused()
-        return await _dispatch(app, request, body, fields)
+        return await _dispatch(app, request, body)
 
     return events
 

@@ -8,7 +8,6 @@ carries fails here instead of drifting.
 
 from __future__ import annotations
 
-import logging
 import random
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -301,50 +300,3 @@ async def test_ephemeral_body_is_what_ack_answers(message: dict[str, Any]) -> No
         ack.response.body,
         ack.response.headers,
     )
-
-
-async def _answered(app: AsyncApp, body: str) -> tuple[int, Any]:
-    response = await app.async_dispatch(
-        AsyncBoltRequest(body=body, headers={"content-type": FORM[0][1]})
-    )
-    return response.status, response.body
-
-
-@pytest.mark.parametrize(
-    "body",
-    [_slash(), _slash("stop"), _slash("boom"), _slash("silent"), _slash(command="/other")],
-)
-@pytest.mark.parametrize("middleware", ["next", "answers", "drops", "raises"])
-async def test_dispatch_answers_as_bolts_dispatch(body: str, middleware: str) -> None:
-    """DigestApp's dispatch against AsyncApp's: a listener answering, one whose middleware
-    stops it, one raising, one never acking, no listener at all; and an app middleware that
-    calls next, answers itself, drops the request or raises."""
-    answers = []
-    for app in _apps():
-
-        async def gate(body: dict[str, Any], next: Any) -> BoltResponse | None:
-            if middleware == "raises":
-                raise RuntimeError("middleware failed")
-            if middleware == "answers":
-                return BoltResponse(status=200, body="from middleware")
-            if middleware == "next":
-                await next()
-            return None
-
-        async def stop(body: dict[str, Any], next: Any) -> BoltResponse | None:
-            if body.get("text") == "stop":
-                return BoltResponse(status=200, body="stopped")
-            if body.get("text") != "silent":
-                await next()
-            return None
-
-        async def on_episodes(ack: AsyncAck, command: dict[str, Any]) -> None:
-            if command["text"] == "boom":
-                raise RuntimeError("listener failed")
-            await ack(text=f"answer to {command['text']}")
-
-        app.use(gate)
-        app.command("/episodes", middleware=[stop])(on_episodes)
-        answers.append(await _answered(app, body))
-    assert answers[0] == answers[1]
-    assert not app._framework_logger.isEnabledFor(logging.DEBUG)  # DigestApp's own path
