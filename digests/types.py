@@ -94,6 +94,9 @@ class UpsertResult:
 class PrMention:
     episode: Episode
     context: str
+    # The PR's URL as the episode names it: one number can be a PR of several repositories,
+    # and an episode naming two of them is mentioned once for each.
+    url: str = ""
 
 
 @dataclass(frozen=True)

@@ -342,6 +342,35 @@ def test_a_pr_of_another_repository_is_labelled_with_it(shows_app: RunningApp) -
     )
 
 
+def test_one_episode_naming_the_same_number_in_two_repositories(shows_app: RunningApp) -> None:
+    # JAX's own 5012 and pytorch/pytorch's 5012 in one episode: each PR finds it, with the
+    # sentence that names that PR, not only the first of the two.
+    both = episode(
+        "JAX",
+        7,
+        "Both Sides Now",
+        "Sharding again.",
+        (
+            pr("jax-ml/jax", 5012, "JAX's own 5012 reworks sharding again."),
+            pr("pytorch/pytorch", 5012, "Its twin pytorch/pytorch 5012 landed too."),
+        ),
+    )
+    shows_app.store.upsert_episodes([both], datetime(2026, 10, 7, 14, tzinfo=UTC))
+    torch = ask(shows_app, "pr https://github.com/pytorch/pytorch/pull/5012", channel=OTHER)
+    assert text_of(torch).count(f"{both.url}|") == 1
+    assert "Its twin pytorch/pytorch 5012 landed too." in text_of(torch)
+    assert "JAX's own 5012" not in text_of(torch)
+    assert torch["text"] == "Episodes naming PR #5012: 3 episodes"
+    # Every 5012: the episode under each repository's heading, counted once.
+    every = ask(shows_app, "pr 5012", channel=OTHER)
+    torch_at = text_of(every).index("Episodes naming PR #5012 (pytorch/pytorch)")
+    jax_at = text_of(every).index("Episodes naming PR #5012 (jax-ml/jax)")
+    assert text_of(every).count(f"{both.url}|") == 2
+    assert text_of(every).index("Its twin pytorch/pytorch 5012", torch_at) > torch_at
+    assert text_of(every).index("JAX's own 5012 reworks sharding again.", jax_at) > jax_at
+    assert every["text"] == "Episodes naming PR #5012: 4 episodes"
+
+
 # -- item 7: week follows the channel's filter -------------------------------------------
 
 

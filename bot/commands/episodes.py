@@ -221,6 +221,11 @@ def _pr_url(episode: Episode, number: int) -> str | None:
     return next((p.url for p in episode.pull_requests if p.number == number), None)
 
 
+def _mention_url(mention: PrMention, number: int) -> str | None:
+    """The URL of the PR a mention is of (an episode may name the number in two repos)."""
+    return mention.url or _pr_url(mention.episode, number)
+
+
 def _same_repo(url: str | None, repo: str) -> bool:
     return url is not None and _repo_of(url).casefold() == repo.casefold()
 
@@ -248,7 +253,7 @@ def pr(command: Pr, deps: Deps, invocation: Invocation | None = None) -> Message
     mentions = deps.store.by_pr(command.number, shows=scope(command.show, deps, invocation))
     if command.repo is not None:
         mentions = [
-            m for m in mentions if _same_repo(_pr_url(m.episode, command.number), command.repo)
+            m for m in mentions if _same_repo(_mention_url(m, command.number), command.repo)
         ]
         if not mentions:
             repo = escape.mrkdwn(command.repo)
@@ -258,7 +263,7 @@ def pr(command: Pr, deps: Deps, invocation: Invocation | None = None) -> Message
     title = msg.PR_TITLE.format(number=command.number)
     groups: dict[str | None, list[PrMention]] = {}
     for mention in mentions[:MAX_MENTIONS]:
-        groups.setdefault(_pr_url(mention.episode, command.number), []).append(mention)
+        groups.setdefault(_mention_url(mention, command.number), []).append(mention)
     several = spans_shows(mentions[:MAX_MENTIONS])
     blocks = []
     for url, group in groups.items():
@@ -275,7 +280,7 @@ def pr(command: Pr, deps: Deps, invocation: Invocation | None = None) -> Message
             blocks.append(section(f"{episode_line}{quote}"))
     if len(mentions) > MAX_MENTIONS:
         blocks.append(context(msg.HOME_MORE.format(count=len(mentions) - MAX_MENTIONS)))
-    count = len(mentions)
+    count = len({(m.episode.show, m.episode.guid) for m in mentions})
     return message(
         msg.PR_TEXT.format(title=title, count=count, s="" if count == 1 else "s"), blocks
     )

@@ -319,22 +319,25 @@ class QueriesMixin:
         return rows if found <= TITLE_TRIGRAM_BOUND else None
 
     def by_pr(self, number: int, shows: Sequence[str] | None = None) -> list[PrMention]:
-        """Every episode naming PR ``number``, newest first, with the sentence that names it."""
+        """Every episode naming PR ``number``, newest first, with the sentence that names it:
+        once per PR URL (an episode naming the number in two repositories, twice)."""
         stmt = (
-            sa.select(*EPISODE_COLUMNS, PR_CONTEXT.label("pr_context"))
+            sa.select(
+                *EPISODE_COLUMNS, PR_CONTEXT.label("pr_context"), episode_prs.c.url.label("pr_url")
+            )
             .select_from(EPISODES_JOIN.join(PRS_JOIN, episode_prs.c.episode_id == episodes.c.id))
             .where(episode_prs.c.number == number)
             .order_by(*NEWEST, episode_prs.c.position)
         )
         with self._db.transaction(f"finding PR {number}", write=False) as conn:
             rows: list[Any] = []
-            seen: set[int] = set()
+            seen: set[tuple[int, str]] = set()
             for row in conn.execute(in_shows(stmt, shows)):
-                if row.id not in seen:  # a malformed episode could list a PR twice
-                    seen.add(row.id)
+                if (row.id, row.pr_url) not in seen:  # a malformed episode could list a PR twice
+                    seen.add((row.id, row.pr_url))
                     rows.append(row)
             found = hydrate(conn, rows)
         return [
-            PrMention(episode=episode, context=row.pr_context)
+            PrMention(episode=episode, context=row.pr_context, url=row.pr_url)
             for episode, row in zip(found, rows, strict=True)
         ]
