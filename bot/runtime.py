@@ -74,11 +74,13 @@ def sync_config_channels(
     added = 0
     all_shows = [s.name for s in settings.shows]
     for channel in settings.channels:
-        for show in channel.shows or all_shows:
-            if settings.show(show) is None:
+        for named in channel.shows or all_shows:
+            config = settings.show(named)
+            if config is None:
                 raise ConfigError(
-                    f"channel {channel.id} follows show {show!r}, which is not configured"
+                    f"channel {channel.id} follows show {named!r}, which is not configured"
                 )
+            show = config.name  # as the show is called: the file may name it in any case
             # In OAuth mode every channel names its team (settings check it).
             team = channel.team or team_id
             if only_team is not None and team != only_team:

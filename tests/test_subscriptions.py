@@ -184,3 +184,22 @@ def test_nothing_is_announced_when_nothing_changed(slack_app: RunningApp) -> Non
     reply(slack_app.sender.slash("subscribe PyTroch", response_url=bad))
     time.sleep(0.3)  # what a notice would have needed to arrive
     assert slack_app.fake.responses(url) == [] and slack_app.fake.responses(bad) == []
+
+
+def test_a_config_channel_naming_its_show_in_another_case_follows_that_show(
+    slack_app: RunningApp, db_url: str
+) -> None:
+    # The config check reads "pytorch" as the show PyTorch (any case); the subscription
+    # must be PyTorch's too, or the poll (which asks for PyTorch's) never posts there.
+    settings = slack_app.settings.model_copy(
+        update={"channels": [ChannelConfig(id=CHANNEL, shows=["pytorch"])]}
+    )
+    assert sync_config_channels(settings, slack_app.store, TEAM) == 1
+    assert subs(slack_app.store) == [("PyTorch", (), "config")]
+    assert [s.channel_id for s in slack_app.store.subscriptions(show="PyTorch")] == [CHANNEL]
+    restarted = Store.open(db_url)
+    try:
+        assert sync_config_channels(settings, restarted, TEAM) == 0
+    finally:
+        restarted.close()
+    assert subs(slack_app.store) == [("PyTorch", (), "config")]
