@@ -241,6 +241,23 @@ async def test_why_of_a_show_not_followed_here_says_so(two_shows: Rig) -> None:
     assert lines[1].startswith("Usage: `/episodes why &lt;")
 
 
+async def test_why_takes_a_show_first_as_nearby_does(two_shows: Rig) -> None:
+    rig = two_shows
+    rig.slash("subscribe PyTorch")
+    await rig.poll(START + timedelta(days=2))
+    # Day 1 of both shows: named first, it is JAX's, not the channel's own PyTorch one.
+    for text in ("why JAX 2026-10-01", "why jax 2026-10-01", 'why "JAX" 2026-10-01'):
+        lines = rig.slash(text)
+        assert lines[0].startswith(
+            "*Daily Briefing 1* (1 Oct 2026, JAX)\nThis channel does not follow *JAX*"
+        ), text
+    lines = rig.slash("why PyTorch 2026-10-01")
+    assert lines[0].startswith("*Daily Briefing 1* (1 Oct 2026, PyTorch)\nPosted here.")
+    assert rig.slash("why JAX #4242")[0].startswith("*Sharding Day* (3 Oct 2026, JAX)")
+    # A show named is the only one looked in.
+    assert rig.slash("why PyTorch #4242")[0].startswith(":warning: No episode matches that")
+
+
 @pytest.mark.parametrize(
     ("text", "reason"),
     [

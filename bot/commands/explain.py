@@ -134,8 +134,10 @@ def _feed_state(deps: Deps, shows: list[str]) -> tuple[str, FetchState]:
 def why(command: Explain, deps: Deps, invocation: Invocation) -> Message:
     subs = deps.store.subscriptions(team_id=invocation.team_id, channel_id=invocation.channel_id)
     followed = [s.show for s in subs] or deps.shows
-    episode = find(command, deps, followed)
-    others = [show for show in deps.shows if show not in followed]
+    named = command.target.show
+    # A show named first is the only one looked in; else the channel's own, then the rest.
+    episode = find(command, deps, [named] if named else followed)
+    others = [] if named else [show for show in deps.shows if show not in followed]
     if episode is None and others and not isinstance(command.target, NearbyUrl):
         # None of the channel's shows has it: another show's episode is answered "this
         # channel does not follow that show" (as a link is), not "no episode matches".

@@ -311,7 +311,9 @@ def parse_command(
     if head == "why":
         if not args:
             raise CommandError(msg.NEED_WHY, "why")
-        return Explain(_parse_nearby(args, today))
+        # The episode as `nearby` reads it, a show name first included (`why JAX Oct 1`).
+        show, rest = _take_show(args, shows, "why", free_text=True)
+        return Explain(_with_show(_parse_nearby(rest, today), show))
     if (show := _show_words(words, shows)) is not None:
         return Recent(show=show)  # a bare show name: its recent episodes, as `recent JAX`
     return Help(unknown=_quote(words[0], 30))
