@@ -25,7 +25,8 @@ from bot.scheduler import Clock
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.added_feeds import pretend_public, refusal
 from digests.fetch import make_http_client
-from digests.models import Episode
+from digests.models import Episode, PullRequestRef
+from digests.render import Renderer
 from digests.store import Store
 from tests.feedserver import FeedServer
 from tests.fixtures.app import CHANNEL, TEAM, RunningApp, in_process, make_settings
@@ -551,3 +552,62 @@ async def test_the_clock_polls_a_show_added_while_it_runs_and_stops_when_removed
         await clock.stop(grace=5)
         await deliverer.aclose()
         await outbox.close()
+
+
+def test_an_added_shows_prs_of_another_repository_are_labelled_with_it(app: RunningApp) -> None:
+    # The show's repository is the one add-show was given, as for the config file's shows:
+    # pytorch/pytorch's 5012 in a google/jax show is not "#5012".
+    app.store.add_show(TEAM, "JAX Daily", "https://feeds.example.com/jax.xml", "google/jax",
+                       added_by=ADMIN, now=NOW, limit=5)  # fmt: skip
+    prs = (
+        PullRequestRef(7, "https://github.com/google/jax/pull/7", "PR 7 is its own."),
+        PullRequestRef(5012, "https://github.com/pytorch/pytorch/pull/5012", "PyTorch's 5012."),
+    )
+    interop = Episode(
+        guid="jax-interop",
+        show="JAX Daily",
+        title="JAX: Interop",
+        headline="Interop",
+        summary="Both sides.",
+        published_at=NOW,
+        url="https://episodes.example.test/jax/interop",
+        pull_requests=prs,
+    )
+    app.store.upsert_episodes([interop], NOW)
+    latest = str(app.sender.slash('latest "JAX Daily"').json()["blocks"])
+    assert "pull/5012|pytorch/pytorch#5012>" in latest and "pull/7|#7>" in latest
+    named = app.sender.slash('pr "JAX Daily" 5012').json()
+    assert named["blocks"][0]["text"]["text"] == (
+        "*<https://github.com/pytorch/pytorch/pull/5012|Episodes naming pytorch/pytorch#5012>*"
+    )
+
+
+def test_a_poll_given_the_config_files_renderer_labels_an_added_shows_prs(
+    app: RunningApp, public_feed_server: FeedServer
+) -> None:
+    # `run --once` renders with a renderer made from the config file: the added show's
+    # repository must reach it, or its digest calls pytorch/pytorch's 5012 "#5012".
+    url = public_feed_server.route(
+        "/jax.xml",
+        jax_feed().replace(
+            "https://github.com/google/jax/pull/6003",
+            "https://github.com/pytorch/pytorch/pull/5012",
+        ),
+    )
+    app.store.add_show(TEAM, "JAX Daily", url, "google/jax", added_by=ADMIN, now=NOW, limit=5)
+    app.store.subscribe(TEAM, CHANNEL, "JAX Daily")
+
+    async def cycle() -> None:
+        async with make_http_client() as http:
+            outbox = slack_outbox(app.fake)
+            try:
+                await run_once(
+                    app.settings, app.store, outbox, http, NOW, renderer=Renderer.of(app.settings)
+                )
+            finally:
+                await outbox.close()
+
+    asyncio.run(cycle())
+    (digest,) = [m for m in app.fake.messages(CHANNEL) if m.get("thread_ts") is None]
+    blocks = str(digest["blocks"])
+    assert "pull/5012|pytorch/pytorch#5012>" in blocks and "pull/5003|#5003>" in blocks

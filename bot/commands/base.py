@@ -73,10 +73,15 @@ class Deps:
         return [show.name for show in self.settings.shows] + list(self.added.names)
 
     def refresh_shows(self, *, force: bool = False) -> None:
-        """Read the added shows' names again if they are old (or ``force``); blocking."""
-        self.added.refresh(
-            lambda: [s.name for s in added_shows(self.settings, self.store)], force=force
-        )
+        """Read the added shows' names again if they are old (or ``force``); blocking. Their
+        repositories go to the renderer too: a PR of another one is ``owner/repo#n``."""
+
+        def read() -> list[str]:
+            added = added_shows(self.settings, self.store)
+            self.renderer.repos.update({s.name: s.repo for s in added})
+            return [s.name for s in added]
+
+        self.added.refresh(read, force=force)
 
     def today(self) -> date:
         return self.now().astimezone(self.settings.tz).date()

@@ -232,7 +232,8 @@ def _same_repo(url: str | None, repo: str) -> bool:
 
 def own_repo(deps: Deps, show: str) -> str | None:
     config = deps.settings.show(show)
-    return config.repo if config is not None else None
+    # A show added from Slack: its repository as the renderer has it (Deps.refresh_shows).
+    return config.repo if config is not None else deps.renderer.repos.get(show)
 
 
 def pr_label(deps: Deps, show: str, url: str | None, number: int) -> str:

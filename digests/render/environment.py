@@ -198,7 +198,8 @@ def make_environment(
         duration=format_duration,
         date=lambda value: format_date(value, tz),
         truncate_words=_truncate_words,
-        **_pr_filters(dict(repos or {})),
+        # Not copied: a Renderer's ``repos`` learns the shows added from Slack as they come.
+        **_pr_filters(repos if repos is not None else {}),
         pr_groups=pr_groups,
         ranked_prs=ranked_prs,
         with_info=with_info,
