@@ -18,6 +18,7 @@ from digests.errors import ConfigError
 from digests.models import Episode, PullRequestRef, RecapEpisode
 from digests.render import Message, Renderer, limits
 from digests.render import blocks as b
+from digests.render.environment import MrkdwnEnvironment
 from digests.render.escape import ELLIPSIS
 from digests.render.renderer import says_more
 
@@ -623,6 +624,23 @@ def test_bundled_templates_do_not_depend_on_the_working_directory(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert Renderer().digest(episode())["blocks"][0]["type"] == "header"
+
+
+def test_a_new_renderer_reuses_compiled_templates(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = Renderer().digest(episode())
+
+    def no_compiling(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a template was compiled again")
+
+    monkeypatch.setattr(MrkdwnEnvironment, "compile", no_compiling)
+    assert Renderer(tz=ZoneInfo("Europe/Berlin")).digest(episode()) == first
+
+
+def test_an_override_edited_on_disk_is_compiled_anew(tmp_path: Path) -> None:
+    (tmp_path / "list.j2").write_text("<:section:>\n*{{ title }}* one\n")
+    assert Renderer(templates_dir=tmp_path).episode_list([episode()], "x")["text"] == "*x* one"
+    (tmp_path / "list.j2").write_text("<:section:>\n*{{ title }}* two\n")
+    assert Renderer(templates_dir=tmp_path).episode_list([episode()], "x")["text"] == "*x* two"
 
 
 def test_a_feed_cannot_forge_a_layout_marker(renderer: Renderer) -> None:
