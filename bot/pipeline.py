@@ -383,8 +383,7 @@ async def run_once(
         start = await _db(lambda: cycle_start(settings, store, ledger, shows, lock_all=lock_all))
         settings, shows, unfinished, book = start
         renderer = renderer or Renderer.of(settings)
-        # A renderer made from the config file (`run --once`) learns the repositories of
-        # the shows added from Slack: a PR of another one is labelled owner/repo#n.
+        # Shows added from Slack too: a PR of another repository is labelled owner/repo#n.
         renderer.repos.update({s.name: s.repo for s in shows if s.name not in renderer.repos})
         cycle = Cycle(
             settings,
