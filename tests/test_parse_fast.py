@@ -311,6 +311,15 @@ def test_build_episodes_output_is_its_own_validated_form(name: str, data: bytes)
     for episode in episodes:
         assert type(episode) is Episode
         assert Episode.model_validate(episode.model_dump()) == episode
+        # Extraction makes episodes without validating them: strict validation of what
+        # one holds must give the same record, field for field and in the same order,
+        # with the same fields set (every field but pr_info, attached later).
+        given = {k: v for k, v in episode.__dict__.items() if k != "pr_info"}
+        again = Episode.model_validate(given, strict=True)
+        assert list(again.__dict__.items()) == list(episode.__dict__.items())
+        assert again.__pydantic_fields_set__ == episode.__pydantic_fields_set__
+        assert again.__pydantic_extra__ is episode.__pydantic_extra__ is None
+        assert again.__pydantic_private__ is episode.__pydantic_private__ is None
         assert isinstance(episode.pull_requests, tuple)
         assert all(type(ref) is PullRequestRef for ref in episode.pull_requests)
         assert episode.published_at.utcoffset() is not None
