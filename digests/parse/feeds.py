@@ -13,6 +13,7 @@ from lxml import etree
 
 from digests.errors import FeedParseError
 from digests.models import ParsedSource, RawEntry, TranscriptLink
+from digests.parse.cdata import cdata_as_text
 from digests.parse.item_hashes import ItemHasher, ItemHashes
 from digests.parse.links import feed_base, resolve
 from digests.parse.text import (
@@ -268,7 +269,26 @@ def read_feed(
 def _read_feed(
     data: bytes, source: str, options: dict[str, bool], items: ItemHashes | None = None
 ) -> ParsedSource | None:
-    events = etree.iterparse(io.BytesIO(data), events=("end",), tag=_ENTRY_TAGS, **options)
+    text = cdata_as_text(data)
+    if text is not None:
+        try:
+            return _stream_feed(text, data, source, options, items)
+        except (etree.XMLSyntaxError, FeedParseError):
+            pass  # read as written, so what is refused and why stays the original's
+    return _stream_feed(data, data, source, options, items)
+
+
+def _stream_feed(
+    parsed: bytes,
+    data: bytes,
+    source: str,
+    options: dict[str, bool],
+    items: ItemHashes | None = None,
+) -> ParsedSource | None:
+    """The feed ``parsed`` holds: ``data`` itself, or ``data`` with its CDATA sections
+    written as text (``cdata_as_text``: the same tree, cheaper to tokenise). Items are
+    hashed from ``data``, as written."""
+    events = etree.iterparse(io.BytesIO(parsed), events=("end",), tag=_ENTRY_TAGS, **options)
     stream: _Stream | None = None
     try:
         for _, el in events:
