@@ -59,8 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     recap.add_argument("--show", metavar="NAME", action="append", help="only this show")
     recap.add_argument("--format", choices=("blocks", "text"), default="blocks")
-    recap.add_argument("--post", action="store_true", help="post it to --channel")
-    recap.add_argument("--channel", metavar="ID", help="Slack channel ID to post to")
+    recap.add_argument("--post", action="store_true", help="post it to each --channel")
+    recap.add_argument(
+        "--channel", metavar="ID", action="append", help="Slack channel ID to post to (repeatable)"
+    )
     return parser
 
 
@@ -259,5 +261,5 @@ async def _recap(settings: Settings, args: argparse.Namespace, out: TextIO) -> i
         shows=args.show,
         fmt=args.format,
         post=args.post,
-        channel=args.channel,
+        channels=args.channel or [],
     )

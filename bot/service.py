@@ -184,14 +184,15 @@ async def recap(
     shows: list[str] | None,
     fmt: str,
     post: bool,
-    channel: str | None,
+    channels: list[str],
 ) -> int:
-    """``digestbot recap``: print the week's recap, or post it to one channel (once)."""
+    """``digestbot recap``: print the week's recap, or post it to each of ``channels`` (once
+    each)."""
     from bot.recap_build import weekly
     from digests.render import Renderer
     from digests.render.recap import recap_text, render_recap
 
-    if post and not channel:
+    if post and not channels:
         raise ConfigError("--post needs --channel C… (the Slack channel ID to post to)")
     names: list[str] = []
     for name in shows or []:
@@ -218,7 +219,7 @@ async def recap(
             json.dump({**message, "thread": thread}, out, indent=2, ensure_ascii=False)
             out.write("\n")
             return 0
-        return await _post_recap(settings, store, channel or "", recap.key, message, thread, out)
+        return await _post_recap(settings, store, channels, recap.key, message, thread, out)
     finally:
         store.close()
 
@@ -226,35 +227,50 @@ async def recap(
 async def _post_recap(
     settings: Settings,
     store: Store,
-    channel: str,
+    channels: list[str],
     key: str,
     message: Message,
     thread: list[Message],
     out: TextIO,
 ) -> int:
-    """Through the same ledger as the scheduled recap, so it never lands twice."""
+    """Through the same ledger as the scheduled recap, so it never lands twice; to every
+    channel, one refusing it leaves the others posted (and is the error line)."""
     from bot.delivery import Deliverer, Delivery
     from bot.outbox import make_outbox
 
     team_id = await resolve_team_id(settings)
-    item = Delivery(
-        team_id=team_id,
-        channel_id=channel,
-        kind="recap",
-        key=key,
-        message=message,
-        thread=tuple(thread),
-    )
+    items = [
+        Delivery(
+            team_id=team_id,
+            channel_id=channel,
+            kind="recap",
+            key=key,
+            message=message,
+            thread=tuple(thread),
+        )
+        for channel in dict.fromkeys(channels)
+    ]
     outbox = make_outbox(settings, out, store)
     try:
-        report = await Deliverer.of(settings, store, outbox).deliver([item])
+        report = await Deliverer.of(settings, store, outbox).deliver(items)
     finally:
         await outbox.close()
-    if report.failed or report.paused or report.stopped_teams:
-        why = next(
-            iter([*report.failed.values(), *report.paused.values(), *report.stopped_teams.values()])
+    done = set(report.unchanged) | set(report.recovered)
+    refused: list[tuple[str, str]] = []
+    for item in items:
+        why = (
+            report.failed.get(item.ident)
+            or report.paused.get((item.team_id, item.channel_id))
+            or report.stopped_teams.get(item.team_id)
         )
-        raise SlackError("chat.postMessage", f"recap {key} was not posted to {channel}: {why}")
-    state = "already posted" if (report.unchanged or report.recovered) else "posted"
-    out.write(f"recap {key} {state} to {channel}\n")
+        if why:
+            refused.append((item.channel_id, why))
+        else:
+            state = "already posted" if item.ident in done else "posted"
+            out.write(f"recap {key} {state} to {item.channel_id}\n")
+    if refused:
+        channel, why = refused[0]
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        line = f"recap {key} was not posted to {channel}: {why}{more}"
+        raise SlackError("chat.postMessage", line)
     return 0

@@ -422,6 +422,35 @@ def test_recap_post_lands_once(tmp_path: Path, slack_fake: SlackFake, db_url: st
     assert "is_archived" in one_line_error(gone)
 
 
+def test_recap_post_to_several_channels_posts_to_each(
+    tmp_path: Path, slack_fake: SlackFake, db_url: str
+) -> None:
+    # `--channel A --channel B` used to post to B only: the first channel was dropped.
+    env = {
+        "DATABASE_URL": db_url,
+        "DIGESTBOT_CONFIG": "",
+        "SLACK_BOT_TOKEN": "xoxb-test",
+        "SLACK_API_URL": slack_fake.api_url,
+    }
+    assert run_cli("run", "--once", env=env, cwd=tmp_path).returncode == 0
+    args = ("recap", "--week", "2026-W40", "--post", "--channel", "C0RECAPA1")
+    result = run_cli(*args, "--channel", "C0RECAPB1", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "recap 2026-W40 posted to C0RECAPA1" in result.stdout
+    assert "recap 2026-W40 posted to C0RECAPB1" in result.stdout
+    for channel in ("C0RECAPA1", "C0RECAPB1"):
+        posts = [m for m in slack_fake.messages(channel) if not m.get("thread_ts")]
+        assert len(posts) == 1 and "week 40" in posts[0]["text"]
+    # One channel Slack refuses: the others are still posted, and the error names it.
+    slack_fake.channel_error("C0GONE0002", "is_archived")
+    mixed = run_cli(*args, "--channel", "C0GONE0002", "--channel", "C0RECAPC1", env=env)
+    assert "already posted to C0RECAPA1" in mixed.stdout
+    assert "posted to C0RECAPC1" in mixed.stdout
+    line = one_line_error(mixed)
+    assert "C0GONE0002" in line and "is_archived" in line
+    assert len([m for m in slack_fake.messages("C0RECAPC1") if not m.get("thread_ts")]) == 1
+
+
 # -- the real process (everything above runs main() in this process) ------------------------
 
 
