@@ -201,6 +201,43 @@ def test_a_misspelt_show_in_a_query_gets_a_hint(text: str) -> None:
     assert "did you mean" in info.value.reason
 
 
+@pytest.mark.parametrize(
+    ("text", "command"),
+    [
+        ("latest JAX Triton", "latest"),
+        ("latest jax triton", "latest"),
+        ("recent JAX Triton", "recent"),
+        ("recent JAX 3 Triton", "recent"),
+        ("pr JAX Triton 5012", "pr"),
+        ("week JAX Triton", "week"),
+    ],
+)
+def test_a_query_naming_two_shows_says_it_takes_one(text: str, command: str) -> None:
+    # `latest JAX Triton` said "`latest` takes no arguments", though it takes a show, and
+    # `recent JAX Triton` that `Triton` was not a number of episodes.
+    with pytest.raises(CommandError) as info:
+        parse_command(text, SHOWS, today=TODAY)
+    assert info.value.reason == (
+        f"`{command}` takes one show at a time, and Triton is a second: ask for each on its own."
+    )
+    assert info.value.subcommand == command
+
+
+def test_latest_with_a_word_that_is_no_show_says_it_takes_only_a_show() -> None:
+    with pytest.raises(CommandError) as info:
+        parse_command("latest JAX now", SHOWS, today=TODAY)
+    assert info.value.reason == (
+        "`latest` takes no arguments but a show name, and `now` is not one."
+    )
+
+
+def test_latest_of_two_shows_is_answered_with_the_reason_and_usage(shows_app: RunningApp) -> None:
+    body = text_of(ask(shows_app, "latest JAX Triton"))
+    assert "`latest` takes one show at a time, and Triton is a second" in body
+    assert "/episodes latest [show]" in body
+    assert "takes no arguments" not in body
+
+
 # -- item 4: subscribe, parsed ------------------------------------------------------------
 
 

@@ -237,6 +237,22 @@ def _take_show(
     return None, args
 
 
+def _take_one_show(
+    args: list[str], shows: Sequence[str], subcommand: str
+) -> tuple[str | None, list[str]]:
+    """``_take_show`` for the structured queries, refusing a second show among the other
+    words (``latest JAX Triton``): they answer about one show, or the channel's."""
+    show, rest = _take_show(args, shows, subcommand)
+    if show is not None:
+        for k in range(len(rest), 0, -1):
+            for words in (rest[:k], rest[-k:]):
+                other = _show_words(words, shows)
+                if other is not None:
+                    reason = msg.ONE_SHOW_ONLY.format(command=subcommand, show=other)
+                    raise CommandError(reason, subcommand)
+    return show, rest
+
+
 _Showable = TypeVar("_Showable", bound=NearbyDate | NearbyTitle | NearbyPr | NearbyUrl | Pr | Week)
 
 
@@ -247,23 +263,26 @@ def _with_show(command: _Showable, show: str | None) -> _Showable:
 def _parse_query(head: str, args: list[str], shows: Sequence[str], today: date | None) -> Command:
     """recent, latest, nearby, pr, search, week, each with an optional show name."""
     if head == "recent":
-        show, rest = _take_show(args, shows, "recent")
+        show, rest = _take_one_show(args, shows, "recent")
         return _parse_recent(rest, show)
     if head == "latest":
-        show, rest = _take_show(args, shows, "latest")
-        return _no_args("latest", rest, Latest(show))
+        show, rest = _take_one_show(args, shows, "latest")
+        if rest:
+            reason = msg.ONLY_A_SHOW.format(command="latest", value=_quote(rest[0]))
+            raise CommandError(reason, "latest")
+        return Latest(show)
     if head in ("nearby", "near", "around"):
         show, rest = _take_show(args, shows, "nearby", free_text=True)
         return _with_show(_parse_nearby(rest, today), show)
     if head == "pr":
-        show, rest = _take_show(args, shows, "pr")
+        show, rest = _take_one_show(args, shows, "pr")
         return _with_show(_parse_pr(rest), show)
     if head in ("search", "find"):
         show, rest = _take_show(args, shows, "search", free_text=True)
         if not rest:
             raise CommandError(msg.NEED_WORDS, "search")
         return Search(" ".join(rest), show)
-    show, rest = _take_show(args, shows, "week")
+    show, rest = _take_one_show(args, shows, "week")
     return _with_show(parse_week_args(rest, today), show)
 
 

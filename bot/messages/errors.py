@@ -23,6 +23,10 @@ NEED_PR = "Which pull request? Give its number."
 NEED_WORDS = "Search for what? Give a few words."
 NEED_NEARBY = "Nearby what? Give a date, an episode link, words of a title, or #PR."
 TOO_MANY_ARGS = "`{command}` takes no arguments."
+ONLY_A_SHOW = "`{command}` takes no arguments but a show name, and `{value}` is not one."
+ONE_SHOW_ONLY = (
+    "`{command}` takes one show at a time, and {show} is a second: ask for each on its own."
+)
 EXTRA_ARGS = "Unexpected `{value}` after `{command}`."
 UNKNOWN_SHOW = "There is no show called `{name}`. Shows: {shows}."
 SHOW_TYPO = "There is no show called {name} — did you mean {show}?"
