@@ -428,6 +428,29 @@ def test_week_follows_the_channels_filter_and_says_so(shows_app: RunningApp) -> 
     ]
 
 
+def test_bare_week_with_this_weeks_episodes_filtered_out_says_so(shows_app: RunningApp) -> None:
+    # PyTorch's 2026-W41 episode is about the compiler, its W40 one about FSDP: bare `week`
+    # shows last week, and used to say week 41 had "no episodes yet", which it has.
+    ask(shows_app, "subscribe PyTorch fsdp")
+    body = ask(shows_app, "week")
+    assert listed(body) == ["pytorch-2026-10-01"]
+    assert "No episodes yet in week 41" not in text_of(body)
+    assert (
+        "None of week 41's episodes so far match this channel's filter, so here is last week."
+        in text_of(body)
+    )
+    # Nothing matches either week: this week, empty, and why.
+    ask(shows_app, "subscribe PyTorch zebra")
+    none = ask(shows_app, "week")
+    assert listed(none) == []
+    assert "None of week 41's episodes match this channel's filter." in text_of(none)
+    named = ask(shows_app, "week 2026-W40")
+    assert "None of week 40's episodes match this channel's filter." in text_of(named)
+    # A week with no episodes at all says nothing about the filter's matches.
+    later = ask(shows_app, "week 2026-W39")
+    assert "match this channel's filter" not in text_of(later)
+
+
 def test_a_week_outside_the_archive_says_so(shows_app: RunningApp) -> None:
     before = ask(shows_app, "week 2025-W10", channel=OTHER)
     assert "Week 2025-W10 is before the archive starts (1 Oct 2026)." in text_of(before)

@@ -57,9 +57,28 @@ def _has_episodes(week: Week, deps: Deps, filters: Filters) -> bool:
     """Whether the channel's week has anything: a COUNT when nothing is filtered."""
     if any(filters.values()):
         return bool(week_episodes(week, deps, filters))
+    return _has_any(week, deps, filters)
+
+
+def _has_any(week: Week, deps: Deps, filters: Filters) -> bool:
+    """Whether the week has episodes of the shows, whatever the channel's filter keeps."""
     assert week.year is not None and week.number is not None
     start, end = week_bounds(week.year, week.number, deps.settings.tz)
     return deps.store.count_between(start, end, list(filters)) > 0
+
+
+def _unmatched_note(command: Week, deps: Deps, filters: Filters, empty: bool) -> str | None:
+    """When the channel's filter, not a quiet week, is why the week shown is empty or why
+    this week gave way to last week: the week's episodes are there, and none match."""
+    if not any(filters.values()):
+        return None
+    if command.fell_back:
+        this = week_containing(deps.today())
+        if _has_any(this, deps, filters):
+            return msg.WEEK_FELL_BACK_FILTERED.format(week=this.number)
+    if empty and _has_any(command, deps, filters):
+        return msg.WEEK_NONE_MATCH.format(week=command.number)
+    return None
 
 
 def resolve_week(command: Week, deps: Deps, invocation: Invocation) -> Week:
@@ -133,10 +152,13 @@ def week(command: Week, deps: Deps, invocation: Invocation) -> Message:
         filters = week_filters(deps, invocation, command.show)
         episodes = week_episodes(command, deps, filters)
         outside = None if episodes else _outside_note(command, deps, filters)
+        unmatched = _unmatched_note(command, deps, filters, not episodes)
     reply = _render(command, deps, filters, episodes)
     notes: list[str] = []
-    if command.fell_back:
+    if command.fell_back and unmatched is None:
         notes.append(msg.WEEK_FELL_BACK.format(week=week_containing(deps.today()).number))
+    if unmatched is not None:
+        notes.append(unmatched)
     if (note := _filter_note(filters)) is not None:
         notes.append(note)
     if outside is not None:

@@ -39,6 +39,10 @@ NEARBY_THIS = "This episode"
 NEARBY_AFTER = "After"
 NEARBY_FROM_PAGE = "The episode page's own nearby list"
 WEEK_FELL_BACK = "No episodes yet in week {week}, so here is last week."
+WEEK_FELL_BACK_FILTERED = (
+    "None of week {week}'s episodes so far match this channel's filter, so here is last week."
+)
+WEEK_NONE_MATCH = "None of week {week}'s episodes match this channel's filter."
 
 # Buttons under a digest.
 KEY_PRS_NONE = "This episode names no pull requests."
