@@ -124,13 +124,16 @@ def recap_deliveries(
     week: int,
     channels: Sequence[str] | None = None,
     subscribed_by: datetime | None = None,
+    now: datetime | None = None,
 ) -> list[Delivery]:
     """One recap ``Delivery`` per channel with ``recap = true`` (optionally only ``channels``,
-    and only the subscriptions made at or before ``subscribed_by``)."""
+    and only the subscriptions made at or before ``subscribed_by``). A show paused in the
+    channel at ``now`` (``/episodes pause``) is left out of its recap: a pause stops what is
+    posted about the show there; a channel whose every show is paused gets none."""
     subs = [
         s
         for s in recap_subscriptions(store.subscriptions(include_paused=False), channels)
-        if _subscribed_by(s, subscribed_by)
+        if _subscribed_by(s, subscribed_by) and not (now is not None and s.held(now))
     ]
     if not subs:
         return []
@@ -173,6 +176,7 @@ async def post_recaps(
         week=number,
         channels=channels,
         subscribed_by=subscribed_by,
+        now=now,
     )
     report = await deliverer.deliver(items)
     log.info(

@@ -371,6 +371,32 @@ async def test_the_next_week_is_a_new_recap(
     assert len(top_level(slack_fake, "C1")) == 1
 
 
+async def test_a_show_paused_in_a_channel_is_left_out_of_its_recap(
+    filled: Store, settings: Settings, slack_fake: SlackFake, deliverers: Deliverers
+) -> None:
+    # `/episodes pause PyTorch` in C2 (PyTorch and JAX), and every show in C1 (PyTorch):
+    # the recap used to list PyTorch in both anyway.
+    paused = datetime(2026, 10, 9, 12, 0, tzinfo=UTC)
+    filled.hold(TEAM, "C2", "PyTorch", paused)
+    filled.hold(TEAM, "C1", None, paused, until=MONDAY_0900 + timedelta(days=1))
+    d = deliverer(deliverers, filled, slack_fake)
+    r = Renderer(tz=settings.tz)
+    report = await post_recaps(settings, filled, d, r, MONDAY_0900)
+    assert [i[1] for i in report.posted] == ["C2"]
+    posted = top_level(slack_fake, "C2")
+    assert [header(m) for m in posted] == ["JAX — week 41, 5 Oct – 11 Oct 2026"]
+    assert posted[0]["blocks"][1]["text"]["text"].startswith("*2 episodes · ")
+    assert top_level(slack_fake, "C1") == []
+    # C1's pause is over the next week: its recap of week 42 comes again (nothing of
+    # PyTorch that week, so nothing to post); C2's PyTorch stays out while it is paused.
+    filled.release(TEAM, "C2", "PyTorch", MONDAY_0900 + timedelta(days=6))
+    again = await post_recaps(settings, filled, d, r, MONDAY_0900 + timedelta(days=7))
+    assert [header(m) for m in top_level(slack_fake, "C2")][-1] == (
+        "JAX, PyTorch — week 42, 12 Oct – 18 Oct 2026"
+    )
+    assert [i[1] for i in again.posted] == ["C2"]
+
+
 async def test_two_clocks_at_once_post_one_recap(
     db_url: str, settings: Settings, slack_fake: SlackFake, deliverers: Deliverers
 ) -> None:
