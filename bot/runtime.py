@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -69,7 +70,9 @@ def sync_config_channels(
 
     An existing subscription is left alone so a paused one (archived channel, say) stays
     paused across restarts instead of failing again on every start, and one a user
-    unsubscribed by slash command (a tombstone) stays unsubscribed.
+    unsubscribed by slash command (a tombstone) stays unsubscribed. One stored under the
+    show's name in another case (as syncs before December 2026 stored ``shows =
+    ["triton"]``; the poll never read it) is repaired first (``_repair_case``).
     """
     added = 0
     all_shows = [s.name for s in settings.shows]
@@ -85,6 +88,7 @@ def sync_config_channels(
             team = channel.team or team_id
             if only_team is not None and team != only_team:
                 continue
+            _repair_case(store, team, channel.id, show, all_shows)
             if store.subscriptions(
                 team_id=team, channel_id=channel.id, show=show, include_unsubscribed=True
             ):
@@ -99,6 +103,15 @@ def sync_config_channels(
             )
             added += 1
     return added
+
+
+def _repair_case(store: Store, team: str, channel_id: str, show: str, known: Sequence[str]) -> None:
+    """The channel's subscriptions to ``show`` under another case of its name (not itself a
+    configured show's) renamed to ``show``, or dropped beside one already of that name."""
+    for sub in store.subscriptions(team_id=team, channel_id=channel_id, include_unsubscribed=True):
+        if sub.show != show and sub.show not in known and sub.show.casefold() == show.casefold():
+            store.rename_subscription(team, channel_id, sub.show, show)
+            log.info("config channel %s: subscription %r is now %r", channel_id, sub.show, show)
 
 
 async def resolve_team_id(settings: Settings) -> str:

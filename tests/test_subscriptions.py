@@ -11,10 +11,12 @@ import time
 from typing import Any
 
 import httpx
+import sqlalchemy as sa
 
 from bot.runtime import sync_config_channels
 from config.settings import ChannelConfig
 from digests.store import Store
+from digests.store.schema import subscriptions
 from tests.fixtures.app import APP_NOW, CHANNEL, TEAM, USER, RunningApp, assert_valid_message
 from tests.fixtures.store import pause_channel
 
@@ -203,3 +205,40 @@ def test_a_config_channel_naming_its_show_in_another_case_follows_that_show(
     finally:
         restarted.close()
     assert subs(slack_app.store) == [("PyTorch", (), "config")]
+
+
+def test_the_config_sync_repairs_a_subscription_stored_under_another_case(
+    slack_app: RunningApp, db_url: str
+) -> None:
+    # Databases synced before the fix above hold "pytorch" rows the poll never reads: the
+    # sync renames them to the show's own name, keeping what they had (filter, recap).
+    store = slack_app.store
+    store.subscribe(TEAM, CHANNEL, "pytorch", keywords=["fsdp"], recap=False, source="config")
+    settings = slack_app.settings.model_copy(
+        update={"channels": [ChannelConfig(id=CHANNEL, shows=["pytorch"])]}
+    )
+    assert sync_config_channels(settings, store, TEAM) == 0
+    assert subs(store) == [("PyTorch", ("fsdp",), "config")]
+    assert store.subscriptions(show="PyTorch")[0].recap is False
+    assert store.subscriptions(show="pytorch", include_unsubscribed=True) == []
+    # Beside a row of the right name (a sync after that fix added one): the dead one goes,
+    # the live one stays as it is, and no duplicate appears.
+    store.subscribe(TEAM, CHANNEL, "PYTORCH", keywords=["mps"], source="config")
+    restarted = Store.open(db_url)
+    try:
+        assert sync_config_channels(settings, restarted, TEAM) == 0
+    finally:
+        restarted.close()
+    assert subs(store) == [("PyTorch", ("fsdp",), "config")]
+    # A dead row a user unsubscribed (a tombstone) stays unsubscribed under its new name.
+    store.unsubscribe(TEAM, CHANNEL)
+    with store.engine.begin() as conn:
+        conn.execute(
+            sa.update(subscriptions)
+            .where(subscriptions.c.channel_id == CHANNEL)
+            .values(show="pytorch")
+        )
+    assert sync_config_channels(settings, store, TEAM) == 0
+    assert subs(store) == []
+    gone = store.subscriptions(team_id=TEAM, channel_id=CHANNEL, include_unsubscribed=True)
+    assert [(s.show, s.unsubscribed) for s in gone] == [("PyTorch", True)]

@@ -234,6 +234,22 @@ class SubscriptionsMixin:
             ).rowcount
             return int(kept) + int(dropped)
 
+    def rename_subscription(self, team_id: str, channel_id: str, old: str, new: str) -> int:
+        """The channel's subscription to ``old`` (tombstone or not) made ``new``'s, as it was;
+        dropped instead when the channel already has one of ``new`` (no duplicate). The
+        config sync repairs rows stored under a show's name in another case with it."""
+        mine = [subscriptions.c.team_id == team_id, subscriptions.c.channel_id == channel_id]
+        with self._db.transaction(f"renaming {channel_id}'s {old} subscription") as conn:
+            taken = conn.execute(
+                sa.select(subscriptions.c.id).where(*mine, subscriptions.c.show == new)
+            ).first()
+            old_row = sa.and_(*mine, subscriptions.c.show == old)
+            if taken is not None:
+                return int(conn.execute(sa.delete(subscriptions).where(old_row)).rowcount)
+            return int(
+                conn.execute(sa.update(subscriptions).where(old_row).values(show=new)).rowcount
+            )
+
     def subscriptions(
         self,
         team_id: str | None = None,
