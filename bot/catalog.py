@@ -14,6 +14,7 @@ from __future__ import annotations
 from config.settings import Settings, ShowConfig
 from digests.added_feeds import policy as added_policy
 from digests.fetch import PrivatePolicy, private_policy
+from digests.render import Renderer
 from digests.store import Store
 from digests.store.shows import AddedShow as AddedRow
 
@@ -50,6 +51,24 @@ def live(settings: Settings, store: Store) -> Settings:
     return settings.model_copy(update={"shows": [*settings.shows, *added]})
 
 
+def teach_repos(renderer: Renderer, settings: Settings, store: Store) -> None:
+    """The added shows' repositories into ``renderer`` (one made from the config file, as
+    the clock's recap and daily jobs hold): a PR of another one is ``owner/repo#n``."""
+    for show in added_shows(settings, store):
+        renderer.repos.setdefault(show.name, show.repo)
+
+
+def find_show(settings: Settings, store: Store, name: str) -> ShowConfig | None:
+    """The show called ``name`` (any case): the config file's, else one added from Slack."""
+    config = settings.show(name)
+    if config is None:
+        wanted = name.casefold()
+        config = next(
+            (s for s in added_shows(settings, store) if s.name.casefold() == wanted), None
+        )
+    return config
+
+
 def show_names(settings: Settings, store: Store) -> list[str]:
     return [s.name for s in all_shows(settings, store)]
 
@@ -72,6 +91,8 @@ __all__ = [
     "all_shows",
     "feed_cap",
     "feed_policy",
+    "find_show",
     "live",
     "show_names",
+    "teach_repos",
 ]

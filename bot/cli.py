@@ -12,9 +12,10 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
-from config.settings import Settings, load_settings
+from config.settings import Settings, ShowConfig, load_settings
 from digests.errors import DigestError, EpisodeNotFound
 from digests.models import Episode
 from digests.redact import redact_url
@@ -124,7 +125,9 @@ def _dispatch(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
                 out.write(f"{when:<10}  {episode.headline}  ({count})\n")
         return 0
     if command == "render":
-        episodes = _episodes_from(settings, args.source, args.show, args.repo, args.allow_private)
+        episodes, settings = _read_source(
+            settings, args.source, args.show, args.repo, args.allow_private
+        )
         episode = _choose(episodes, args.episode, args.source)
         if settings.github_enabled and not args.no_github:
             from bot.enrichment import render_details
@@ -154,10 +157,22 @@ def _episodes_from(
     repo: str | None,
     allow_private: bool = False,
 ) -> list[Episode]:
-    """The pipeline's fetch → parse → extract phases. The show: ``--show``, else the one the
+    return _read_source(settings, source, show, repo, allow_private)[0]
+
+
+def _read_source(
+    settings: Settings,
+    source: str,
+    show: str | None,
+    repo: str | None,
+    allow_private: bool = False,
+) -> tuple[list[Episode], Settings]:
+    """The pipeline's fetch → parse → extract phases, and ``settings`` with the show among
+    its shows when it is one added from Slack. The show: ``--show``, else the one the
     source names, else (a source naming none) the first configured. Its repository:
-    ``--repo``, else the configured show's; a show not configured has none, so a PR it
-    names without a link points where the source's own PR links do, or nowhere."""
+    ``--repo``, else the configured (or added) show's; a show neither configured nor added
+    has none, so a PR it names without a link points where the source's own PR links do,
+    or nowhere."""
     from bot.ingest import FeedRequest, extract_episodes, fetch_feed, parse_feed
     from digests.fetch import make_http_client, private_policy
 
@@ -173,13 +188,37 @@ def _episodes_from(
     parsed = parse_feed(asyncio.run(get()), source)
     named = show or parsed.show_title
     configured = settings.show(named or "")
+    if configured is None and named:
+        configured = _added_show(settings, named)
+        if configured is not None:
+            settings = settings.model_copy(update={"shows": [*settings.shows, configured]})
     if configured is None and not named and settings.shows:
         configured = settings.shows[0]
     name = show or (configured.name if configured else None) or parsed.show_title or "Podcast"
     known = repo or (configured.repo if configured else None)
     if known:
-        return list(extract_episodes(parsed, name, known))
-    return [_unpointed(e) for e in extract_episodes(parsed, name, _NO_REPO)]
+        return list(extract_episodes(parsed, name, known)), settings
+    return [_unpointed(e) for e in extract_episodes(parsed, name, _NO_REPO)], settings
+
+
+def _added_show(settings: Settings, name: str) -> ShowConfig | None:
+    """The show called ``name`` that was added from Slack, read from ``DATABASE_URL``; None
+    when there is none or no database yet (a SQLite file is not created for the asking)."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite":
+        path = url.database or ""
+        if path in ("", ":memory:") or not Path(path).exists():
+            return None
+    from bot.catalog import find_show
+    from digests.store import Store
+
+    store = Store.open(settings.database_url)
+    try:
+        return find_show(settings, store, name)
+    finally:
+        store.close()
 
 
 # Where extraction points a PR named without a link when the show's repository is unknown:

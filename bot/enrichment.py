@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 import httpx
 
 from bot import messages as msg
+from bot.catalog import added_shows, find_show
 from config.settings import Settings
 from digests.fetch import tls_context
 from digests.github.client import USER_AGENT, GitHubClient
@@ -50,8 +51,10 @@ def github_client(settings: Settings, http: httpx.AsyncClient) -> GitHubClient:
     )
 
 
-def _show_rules(settings: Settings, show: str) -> tuple[str, PrRules]:
-    config = settings.show(show)
+def _show_rules(settings: Settings, store: Store, show: str) -> tuple[str, PrRules]:
+    """The show's repository and PR rules: the config file's show, else one added from
+    Slack (its repository as ``add-show`` was given it)."""
+    config = find_show(settings, store, show)
     if config is None:
         return "", PrRules()
     return config.repo, config.pr_rules()
@@ -61,7 +64,7 @@ def attach_details(settings: Settings, store: Store, episodes: Sequence[Episode]
     """``episodes`` carrying their stored PR details (unchanged when GitHub is off)."""
     if not settings.github_enabled or not any(e.pull_requests for e in episodes):
         return list(episodes)
-    shows = {e.show: _show_rules(settings, e.show) for e in episodes}
+    shows = {name: _show_rules(settings, store, name) for name in {e.show for e in episodes}}
     keys = [pr_key(pr, shows[e.show][0]) for e in episodes for pr in e.pull_requests]
     details = PrDetailsStore(store).get(keys)
     return [with_details(e, details, *shows[e.show]) for e in episodes]
@@ -84,7 +87,7 @@ async def enrich_shows(
     try:
         pairs: list[tuple[Episode, str]] = []
         for show in shows:
-            repo = _show_rules(settings, show)[0]
+            repo = (await asyncio.to_thread(_show_rules, settings, store, show))[0]
             recent = await asyncio.to_thread(store.recent, ENRICHED_PER_SHOW, [show])
             pairs += [(e, repo) for e in recent if repo]
         report = await enrich(client, PrDetailsStore(store), pairs, now)
@@ -151,7 +154,7 @@ async def enrich_episode(
     async with make_github_http() as http:
         await enrich(github_client(settings, http), PrDetailsStore(store), [(episode, repo)], now)
     details = PrDetailsStore(store).get(pr_key(pr, repo) for pr in episode.pull_requests)
-    rules = _show_rules(settings, episode.show)[1]
+    rules = _show_rules(settings, store, episode.show)[1]
     return with_details(episode, details, repo, rules)
 
 
@@ -168,7 +171,10 @@ def pr_details_line(settings: Settings, store: Store, url: str | None, number: i
         return None
     if details.missing:
         return escape.mrkdwn(msg.PR_NOT_ON_GITHUB.format(number=number, repo=repo))
-    rules = next((s.pr_rules() for s in settings.shows if s.repo == repo), PrRules())
+    shows = settings.shows
+    if not any(s.repo == repo for s in shows):
+        shows = [*shows, *added_shows(settings, store)]
+    rules = next((s.pr_rules() for s in shows if s.repo == repo), PrRules())
     line = msg.PR_DETAILS.format(
         title=escape.mrkdwn(escape.truncate(escape.oneline(details.title), 200)),
         state=shown_state(details, rules) or "",

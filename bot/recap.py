@@ -33,6 +33,7 @@ from datetime import UTC, datetime, timedelta
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
+from bot.catalog import teach_repos
 from bot.delivery import Deliverer, Delivery, DeliveryReport
 from bot.recap_build import (
     build_recap,
@@ -137,6 +138,7 @@ def recap_deliveries(
     ]
     if not subs:
         return []
+    teach_repos(renderer, settings, store)
     # One query for the week; channels differ only in which of these they keep.
     filtered = any(k.strip() for s in subs for k in s.keywords)
     episodes = read_week(settings, store, year, week, transcripts=filtered)

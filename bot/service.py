@@ -188,23 +188,19 @@ async def recap(
 ) -> int:
     """``digestbot recap``: print the week's recap, or post it to each of ``channels`` (once
     each)."""
+    from bot.catalog import live
     from bot.recap_build import weekly
     from digests.render import Renderer
     from digests.render.recap import recap_text, render_recap
 
     if post and not channels:
         raise ConfigError("--post needs --channel C… (the Slack channel ID to post to)")
-    names: list[str] = []
-    for name in shows or []:
-        show = settings.show(name)
-        if show is None:
-            known = ", ".join(s.name for s in settings.shows)
-            raise ConfigError(f"unknown show {name!r} (configured: {known})")
-        names.append(show.name)
-    names = names or [s.name for s in settings.shows]
     year, number = recap_week(week, utcnow(), settings.tz)
     store = await asyncio.to_thread(open_store, settings)
     try:
+        # The shows added from Slack too: named, recapped with the others, their repos known.
+        settings = await asyncio.to_thread(live, settings, store)
+        names = _recap_names(settings, shows or [])
         renderer = Renderer.of(settings)
         recap = weekly(settings, store, year=year, week=number, shows=names)
         if fmt == "text" and not post:
@@ -222,6 +218,18 @@ async def recap(
         return await _post_recap(settings, store, channels, recap.key, message, thread, out)
     finally:
         store.close()
+
+
+def _recap_names(settings: Settings, shows: list[str]) -> list[str]:
+    """``--show`` names as the shows are called (any case); none: every show."""
+    names: list[str] = []
+    for name in shows:
+        show = settings.show(name)
+        if show is None:
+            known = ", ".join(s.name for s in settings.shows)
+            raise ConfigError(f"unknown show {name!r} (configured: {known})")
+        names.append(show.name)
+    return names or [s.name for s in settings.shows]
 
 
 async def _post_recap(

@@ -20,7 +20,9 @@ from bot.commands.add_show import ADD_ACTION, CANCEL_ACTION, show_name
 from bot.commands.model import CommandError
 from bot.commands.shows_parse import AddShow, RemoveShow, head_word, parse_show_command
 from bot.delivery import Deliverer
+from bot.enrichment import attach_details, enrich_shows, github_client, make_github_http
 from bot.pipeline import run_once
+from bot.recap import recap_deliveries
 from bot.scheduler import Clock
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.added_feeds import pretend_public, refusal
@@ -30,7 +32,9 @@ from digests.render import Renderer
 from digests.store import Store
 from tests.feedserver import FeedServer
 from tests.fixtures.app import CHANNEL, TEAM, RunningApp, in_process, make_settings
+from tests.fixtures.cli import run_cli
 from tests.fixtures.delivery import rss, rss_item, slack_outbox
+from tests.githubfake import GitHubFake
 from tests.slackfake import SlackFake
 
 ADMIN = "U0ADMIN001"
@@ -611,3 +615,81 @@ def test_a_poll_given_the_config_files_renderer_labels_an_added_shows_prs(
     (digest,) = [m for m in app.fake.messages(CHANNEL) if m.get("thread_ts") is None]
     blocks = str(digest["blocks"])
     assert "pull/5012|pytorch/pytorch#5012>" in blocks and "pull/5003|#5003>" in blocks
+
+
+def _interop(show: str = "JAX Daily") -> Episode:
+    """An episode of an added google/jax show naming its own PR 7 and pytorch/pytorch's 5012."""
+    prs = (
+        PullRequestRef(7, "https://github.com/google/jax/pull/7", "PR 7 is its own."),
+        PullRequestRef(5012, "https://github.com/pytorch/pytorch/pull/5012", "PyTorch's 5012."),
+    )
+    return Episode(
+        guid="jax-interop",
+        show=show,
+        title="JAX: Interop",
+        headline="Interop",
+        summary="Both sides.",
+        published_at=NOW,
+        url="https://episodes.example.test/jax/interop",
+        pull_requests=prs,
+    )
+
+
+def test_recap_and_render_on_the_command_line_know_an_added_shows_repository(
+    store: Store, db_url: str, feed_server: FeedServer
+) -> None:
+    # `digestbot recap` refused an added show ("unknown show"), left it out of the recap of
+    # every show, and `digestbot render` of its feed had no repository for it.
+    url = feed_server.route(
+        "/jax.xml",
+        jax_feed().replace(
+            "https://github.com/google/jax/pull/6003",
+            "https://github.com/pytorch/pytorch/pull/5012",
+        ),
+    )
+    store.add_show(TEAM, "JAX Daily", url, "google/jax", added_by=ADMIN, now=NOW, limit=5)
+    store.upsert_episodes([_interop()], NOW)
+    env = {"DATABASE_URL": db_url, "DIGESTBOT_CONFIG": ""}
+    recap = run_cli("recap", "--week", "2026-W41", "--show", "jax daily", env=env)
+    assert recap.returncode == 0, recap.stderr
+    assert "pull/5012|pytorch/pytorch#5012>" in recap.stdout and "pull/7|#7>" in recap.stdout
+    every = run_cli("recap", "--week", "2026-W41", "--format", "text", env=env)
+    assert every.returncode == 0, every.stderr
+    assert "Interop" in every.stdout and "pytorch/pytorch#5012" in every.stdout
+    rendered = run_cli("render", url, env=env)
+    assert rendered.returncode == 0, rendered.stderr
+    assert "pull/5012|pytorch/pytorch#5012>" in rendered.stdout
+    assert "https://github.com/google/jax/pull/5003|#5003>" in rendered.stdout
+
+
+async def test_github_enrichment_asks_for_an_added_shows_prs(
+    store: Store, github_fake: GitHubFake
+) -> None:
+    # The enrichment looked the show's repository up in the config file only: an added
+    # show's PRs were never asked for, nor their stored details attached.
+    settings = make_settings("", "", github=True, github_api_url=github_fake.api_url)
+    store.add_show(TEAM, "JAX Daily", "https://feeds.example.com/jax.xml", "google/jax",
+                   added_by=ADMIN, now=NOW, limit=5)  # fmt: skip
+    store.upsert_episodes([_interop()], NOW)
+    github_fake.add_pr("google/jax", 7, title="Own sharding fix")
+    github_fake.add_pr("pytorch/pytorch", 5012, title="The interop side", state="merged")
+    async with make_github_http() as http:
+        client = github_client(settings, http)
+        report = await enrich_shows(settings, store, client, ["JAX Daily"], NOW)
+    assert report.learnt == 2, report
+    (episode,) = attach_details(settings, store, store.recent(1, ["JAX Daily"]))
+    titles = {info.number: info.title for info in episode.pr_info}
+    assert titles == {7: "Own sharding fix", 5012: "The interop side"}
+
+
+def test_the_scheduled_recap_labels_an_added_shows_prs(store: Store) -> None:
+    # The clock's recap job holds a renderer made from the config file: an added show's
+    # repository must reach it, or its recap calls pytorch/pytorch's 5012 "#5012".
+    settings = make_settings("", "", shows=[])
+    store.add_show(TEAM, "JAX Daily", "https://feeds.example.com/jax.xml", "google/jax",
+                   added_by=ADMIN, now=NOW, limit=5)  # fmt: skip
+    store.upsert_episodes([_interop()], NOW)
+    store.subscribe(TEAM, CHANNEL, "JAX Daily")
+    (item,) = recap_deliveries(settings, store, Renderer.of(settings), year=2026, week=41)
+    posted = str(item.message["blocks"])
+    assert "pull/5012|pytorch/pytorch#5012>" in posted and "pull/7|#7>" in posted
