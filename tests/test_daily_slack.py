@@ -361,3 +361,36 @@ def test_the_subscribe_reply_says_daily_in_its_first_line(berlin: Rig) -> None:
     # Without `daily …` the line says nothing of the mode; `daily off` ends it.
     assert "once a day" not in rig.slash("subscribe PyTorch fsdp")[0]
     assert "once a day" not in rig.slash("subscribe PyTorch fsdp daily off")[0]
+
+
+async def test_a_new_daily_keyword_subscription_says_its_episodes_go_in_the_daily_digest(
+    berlin: Rig,
+) -> None:
+    # The reply said "posted here at the next poll", as for a digest per episode; in daily
+    # mode nothing is posted at a poll: what matches goes in the next daily message.
+    rig = berlin
+    rig.feed.route("/feed.xml", rss(rss_item(20, headline="Inductor Fusion"), rss_item(19)))
+    await rig.poll(utc(20, 13, 5))
+    rig.clock.now = utc(20, 13, 30)
+    reply = rig.slash("subscribe PyTorch inductor daily 17:00")
+    assert not any("next poll" in line for line in reply)
+    assert reply[-2] == (
+        "Matching already, and in the daily digest here at 2026-10-20 17:00 Europe/Berlin: "
+        "Tue 20 Oct 2026 · <https://example.test/pytorch/2026-10-20|Inductor Fusion> · 2:20 · "
+        "2 PRs."
+    ), reply
+    backdate(rig.store, utc(20, 13, 30))
+    await rig.poll(utc(20, 14, 0))
+    assert rig.posted() == []  # not at the next poll
+    await daily(rig, utc(20, 15, 0))
+    assert rig.posted() == ["2026-10-20"]
+    assert "Inductor Fusion" in str(rig.fake.messages(CHANNEL)[-1]["blocks"])
+
+    # Nothing in the next daily message's window matches: said so, in the daily words.
+    rig.slash("unsubscribe PyTorch")
+    rig.clock.now = utc(20, 16, 0)
+    reply = rig.slash("subscribe PyTorch zebra daily 17:00")
+    assert reply[-2] == (
+        "Nothing new matches yet — the next matching episode goes in the daily digest here "
+        "at 2026-10-21 17:00 Europe/Berlin."
+    ), reply

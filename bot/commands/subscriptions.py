@@ -14,7 +14,7 @@ from bot.commands.filter_words import filter_text
 from bot.commands.model import DAILY_OFF
 from bot.commands.parse import ListSubscriptions, Status, Subscribe, Unsubscribe
 from bot.commands.replies import Block, context, divider, message, nothing, section
-from digests.daily import next_due
+from digests.daily import Arrival, next_due, wanted, window
 from digests.decide import matches
 from digests.models import Episode
 from digests.render import escape
@@ -193,7 +193,11 @@ def _backfill_note(command: Subscribe, deps: Deps, made: Sequence[Subscription])
     # Only new subscriptions: one made before already has its watermark, no backfill.
     """What a new keyword subscription will get at the next poll: the planner's backfill is
     the show's newest ``backfill`` episodes, those the keywords match (``digests.decide``)."""
-    if not made or not command.keywords or deps.settings.backfill <= 0:
+    if not made or not command.keywords:
+        return []
+    if all(sub.daily for sub in made):
+        return _daily_note(deps, made)
+    if deps.settings.backfill <= 0:
         return []
     found: list[Episode] = []
     for sub in made:
@@ -204,6 +208,37 @@ def _backfill_note(command: Subscribe, deps: Deps, made: Sequence[Subscription])
     several = len(made) > 1
     listed = ", ".join(str(deps.renderer.episode_line(e, show_name=several)) for e in found)
     return [context(msg.BACKFILL_POSTS.format(episodes=listed))]
+
+
+# Of what already matches, the episodes the daily note names (the digest has them all).
+_DAILY_NAMED = 5
+
+
+def _daily_note(deps: Deps, made: Sequence[Subscription]) -> list[Block]:
+    """What a new daily keyword subscription's next daily digest will have already: the
+    matching episodes that reached digestbot since the last daily time (``digests.daily``
+    decides, as the daily job will); nothing is posted at a poll."""
+    at, tz = str(made[0].daily_at), deps.settings.tz
+    due = next_due(deps.now(), at, tz)
+    start, end = window(due.astimezone(tz).date(), at, tz)
+    found: list[Episode] = []
+    for sub in made:
+        arrived = deps.store.arrived_between(sub.show, start, end, 200)
+        seen = deps.store.first_seen(sub.show, [e.guid for e in arrived])
+        found += [
+            e
+            for e in arrived
+            if e.guid in seen and wanted(sub, Arrival(e, seen[e.guid]), start, end)
+        ]
+    if not found:
+        return [context(msg.BACKFILL_DAILY_NONE.format(when=when(due, deps)))]
+    several = len(made) > 1
+    named = found[:_DAILY_NAMED]
+    listed = ", ".join(str(deps.renderer.episode_line(e, show_name=several)) for e in named)
+    if len(found) > len(named):
+        listed += msg.BACKFILL_MORE.format(count=len(found) - len(named))
+    text = msg.BACKFILL_DAILY_POSTS.format(when=when(due, deps), episodes=listed)
+    return [context(text)]
 
 
 def unsubscribe(command: Unsubscribe, deps: Deps, invocation: Invocation) -> Message:

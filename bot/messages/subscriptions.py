@@ -32,6 +32,12 @@ RECAP_OFF = "off"
 # What a new keyword subscription's backfill does (at the next poll).
 BACKFILL_NONE = "Nothing yet matches — the next matching episode will be posted here."
 BACKFILL_POSTS = "Matching already, and posted here at the next poll: {episodes}."
+# The same in daily mode: what arrived since the last daily time goes in the next daily one.
+BACKFILL_DAILY_NONE = (
+    "Nothing new matches yet — the next matching episode goes in the daily digest here at {when}."
+)
+BACKFILL_DAILY_POSTS = "Matching already, and in the daily digest here at {when}: {episodes}."
+BACKFILL_MORE = " and {count} more"
 UNSUBSCRIBED = "This channel no longer gets *{show}* episodes."
 UNSUBSCRIBED_ALL = "This channel no longer gets any episodes ({removed} subscription{s} removed)."
 REPLACES_FILTER = "It replaces the earlier filter {keywords}."
