@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from bot.catalog import teach_repos
 from bot.delivery import Deliverer, Delivery, DeliveryReport
 from bot.enrichment import attach_details
 from config.settings import Settings
@@ -118,6 +119,7 @@ def daily_deliveries(
     grace: timedelta = DAILY_GRACE,
 ) -> list[Delivery]:
     """The daily digests due at ``now`` that the ledger does not have finished yet."""
+    teach_repos(renderer, settings, store)
     catch_ups = catch_up_deliveries(settings, store, deliverer.ledger, renderer)
     due = due_channels(settings, store.subscriptions(include_paused=False), now, grace)
     if not due:

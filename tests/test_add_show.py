@@ -15,10 +15,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from bot.commands.add_show import ADD_ACTION, CANCEL_ACTION, show_name
 from bot.commands.model import CommandError
 from bot.commands.shows_parse import AddShow, RemoveShow, head_word, parse_show_command
+from bot.daily import daily_deliveries
 from bot.delivery import Deliverer
 from bot.enrichment import attach_details, enrich_shows, github_client, make_github_http
 from bot.pipeline import run_once
@@ -30,6 +32,7 @@ from digests.fetch import make_http_client
 from digests.models import Episode, PullRequestRef
 from digests.render import Renderer
 from digests.store import Store
+from digests.store.schema import subscriptions
 from tests.feedserver import FeedServer
 from tests.fixtures.app import CHANNEL, TEAM, RunningApp, in_process, make_settings
 from tests.fixtures.cli import run_cli
@@ -692,4 +695,22 @@ def test_the_scheduled_recap_labels_an_added_shows_prs(store: Store) -> None:
     store.subscribe(TEAM, CHANNEL, "JAX Daily")
     (item,) = recap_deliveries(settings, store, Renderer.of(settings), year=2026, week=41)
     posted = str(item.message["blocks"])
+    assert "pull/5012|pytorch/pytorch#5012>" in posted and "pull/7|#7>" in posted
+
+
+async def test_the_daily_digest_labels_an_added_shows_prs(
+    store: Store, deliverer: Deliverer
+) -> None:
+    # The clock's daily job holds a renderer made from the config file too.
+    settings = make_settings("", "", shows=[])
+    store.add_show(TEAM, "JAX Daily", "https://feeds.example.com/jax.xml", "google/jax",
+                   added_by=ADMIN, now=NOW, limit=5)  # fmt: skip
+    store.upsert_episodes([_interop()], NOW)
+    store.subscribe(TEAM, CHANNEL, "JAX Daily", daily_at="17:00", changed_at=NOW)
+    with store.engine.begin() as conn:  # subscribed the week before (the store stamps now)
+        conn.execute(sa.update(subscriptions).values(created_at=datetime(2026, 10, 1, tzinfo=UTC)))
+    at = datetime(2026, 10, 8, 17, 1, tzinfo=UTC)
+    (item,) = daily_deliveries(settings, store, deliverer, Renderer.of(settings), at)
+    posted = str(item.message["blocks"])
+    assert "Interop" in posted
     assert "pull/5012|pytorch/pytorch#5012>" in posted and "pull/7|#7>" in posted
