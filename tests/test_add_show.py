@@ -566,21 +566,7 @@ def test_an_added_shows_prs_of_another_repository_are_labelled_with_it(app: Runn
     # pytorch/pytorch's 5012 in a google/jax show is not "#5012".
     app.store.add_show(TEAM, "JAX Daily", "https://feeds.example.com/jax.xml", "google/jax",
                        added_by=ADMIN, now=NOW, limit=5)  # fmt: skip
-    prs = (
-        PullRequestRef(7, "https://github.com/google/jax/pull/7", "PR 7 is its own."),
-        PullRequestRef(5012, "https://github.com/pytorch/pytorch/pull/5012", "PyTorch's 5012."),
-    )
-    interop = Episode(
-        guid="jax-interop",
-        show="JAX Daily",
-        title="JAX: Interop",
-        headline="Interop",
-        summary="Both sides.",
-        published_at=NOW,
-        url="https://episodes.example.test/jax/interop",
-        pull_requests=prs,
-    )
-    app.store.upsert_episodes([interop], NOW)
+    app.store.upsert_episodes([_interop()], NOW)
     latest = str(app.sender.slash('latest "JAX Daily"').json()["blocks"])
     assert "pull/5012|pytorch/pytorch#5012>" in latest and "pull/7|#7>" in latest
     named = app.sender.slash('pr "JAX Daily" 5012').json()
