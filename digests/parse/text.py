@@ -178,10 +178,14 @@ def to_text(value: str | None) -> str:
         return ""
     value = cap(value, MAX_TEXT * 2)
     if "<" in value:
-        if _NOT_PLAIN.search(value) is None:
+        # Block tags (not <li>) replaced first: when that leaves no "<", every "<" opened
+        # one, so the check that each opens a simple tag (a regex test at every "<") is
+        # not needed. Either way, without <li> the replacement is _blocks_to_text's.
+        text = _PLAIN_BLOCK_TAG.sub("\n\n", value)
+        if "<" not in text or _NOT_PLAIN.search(value) is None:
             # Every "<" opens a simple tag other than <li> and <a>: the simple path
             # applies with neither list items to mark nor links to keep.
-            return cap(_blocks_to_text(value))
+            return cap(_inline_to_text(text))
         if _NOT_SIMPLE.search(value) is None:
             # Every "<" opens a simple tag, so none starts Slack syntax ("<@", "<#", "<!",
             # "<http" are none of them): nothing to keep, and the simple path applies.
@@ -226,6 +230,8 @@ _LI_OPEN = re.compile(rf"<(?i:li)\b{_ATTRS}>")
 # With the whitespace after it: that joins the paragraph break the tag becomes anyway,
 # and leaves fewer newline runs for paragraphs() to take apart.
 _BLOCK_TAG = re.compile(rf"</?(?i:{_BLOCKS})\b{_ATTRS}>\s*")
+# The same without <li>: markup that passes _NOT_PLAIN has none.
+_PLAIN_BLOCK_TAG = re.compile(rf"</?(?i:{_BLOCKS.replace('|li|', '|')})\b{_ATTRS}>\s*")
 # <br> is a line break; lxml drops a stray </br>, and so do we.
 _BR_TAG = re.compile(rf"<(?i:br)\b{_ATTRS}>")
 _INLINE_TAG = re.compile(rf"<(?:/(?i:br)|/?(?i:{_INLINE}))\b{_ATTRS}>")
@@ -258,7 +264,11 @@ def _simple_markup_to_text(markup: str) -> str | None:
 
 def _blocks_to_text(text: str) -> str:
     """Text of simple markup with no <li> left: block tags become paragraph breaks."""
-    text = _BLOCK_TAG.sub("\n\n", text)
+    return _inline_to_text(_BLOCK_TAG.sub("\n\n", text))
+
+
+def _inline_to_text(text: str) -> str:
+    """Text of simple markup whose block tags are paragraph breaks already."""
     if "<" in text:
         # Two string replacements, not one with a function called for every tag.
         text = _INLINE_TAG.sub("", _BR_TAG.sub("\n", text))
