@@ -702,18 +702,15 @@ def extract_entry(
         # One scan of both, a paragraph break between them: the summary's PRs first,
         # then the transcript's not named yet, each with its own sentence.
         text_lower = description_lower + "\n\n" + lower if text else description_lower
-        found = _pull_requests(
-            description + "\n\n" + text if text else description,
-            repo,
-            text_lower,
-            normalised=True,
-        )
+        both = description + "\n\n" + text if text else description
+        found = _pull_requests(both, repo, text_lower, normalised=True)
     else:
         found = _pull_requests(text, repo, lower, normalised=True)
         # No description (an item with only content:encoded, an Atom entry with only
         # <content>): the transcript's opening says what the episode covers. Its PRs
         # are the transcript's, scanned above once.
         description = lead(text)
+        both = description + "\n\n" + text if text else description
     title = squash(entry.title)
     when = published_at(entry.published)
     return _episode(
@@ -733,9 +730,7 @@ def extract_entry(
             "pr_info": (),
             "transcript_links": entry.transcripts,
             "chapters_url": entry.chapters_url,
-            "pull_requests_named": _named(
-                found, description + "\n\n" + text if text else description, repo
-            ),
+            "pull_requests_named": _named(found, both, repo),
             "raw_hash": _settled(entry, when),
         }
     )
