@@ -399,13 +399,18 @@ def test_recap_week_default_and_forms(
     assert recap_week(value, now, ZoneInfo("Europe/Berlin")) == week
 
 
-def test_recap_post_lands_once(tmp_path: Path, slack_fake: SlackFake, db_url: str) -> None:
-    env = {
+def _bundled_with_slack(db_url: str, slack_fake: SlackFake) -> dict[str, str]:
+    """The bundled config and example feed, posting to the Slack fake."""
+    return {
         "DATABASE_URL": db_url,
         "DIGESTBOT_CONFIG": "",
         "SLACK_BOT_TOKEN": "xoxb-test",
         "SLACK_API_URL": slack_fake.api_url,
     }
+
+
+def test_recap_post_lands_once(tmp_path: Path, slack_fake: SlackFake, db_url: str) -> None:
+    env = _bundled_with_slack(db_url, slack_fake)
     assert run_cli("run", "--once", env=env, cwd=tmp_path).returncode == 0
     args = ("recap", "--week", "2026-W40", "--post", "--channel", "C0RECAP01")
     first = run_cli(*args, env=env, cwd=tmp_path)
@@ -426,12 +431,7 @@ def test_recap_post_to_several_channels_posts_to_each(
     tmp_path: Path, slack_fake: SlackFake, db_url: str
 ) -> None:
     # `--channel A --channel B` used to post to B only: the first channel was dropped.
-    env = {
-        "DATABASE_URL": db_url,
-        "DIGESTBOT_CONFIG": "",
-        "SLACK_BOT_TOKEN": "xoxb-test",
-        "SLACK_API_URL": slack_fake.api_url,
-    }
+    env = _bundled_with_slack(db_url, slack_fake)
     assert run_cli("run", "--once", env=env, cwd=tmp_path).returncode == 0
     args = ("recap", "--week", "2026-W40", "--post", "--channel", "C0RECAPA1")
     result = run_cli(*args, "--channel", "C0RECAPB1", env=env, cwd=tmp_path)
