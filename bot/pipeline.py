@@ -197,7 +197,7 @@ async def poll_show(
         if read.episodes:  # phase 3b: linked transcripts, fetched once and stored
             full = await transcripts_phase(
                 store, http_client, read.episodes, show=show.name, repo=show.repo, now=now,
-                allow_private=request.allow_private,
+                feed_location=request.location, feed_policy=request.allow_private,
             )  # fmt: skip
             read = replace(read, episodes=full)
         upserts = (

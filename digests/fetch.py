@@ -396,6 +396,7 @@ class PrivateOrigin:
     kind: Literal["net", "file"]
     host: str = ""
     port: int = 0
+    scheme: str | None = None  # None: either http or https at that host and port
 
 
 # True: any address (a location the operator trusts whole); False: public addresses only,
@@ -420,13 +421,33 @@ def private_policy(location: str, allow_private: bool = False) -> PrivatePolicy:
     return PrivateOrigin("net", host, port)
 
 
+def link_policy(feed_location: str, feed_policy: PrivatePolicy) -> PrivatePolicy:
+    """The policy for what a feed links to (a transcript): a stranger's URL, whatever the
+    feed's own policy. Never a local file, so a feed read from disk links to public
+    addresses only; a private address only at the feed's own origin (scheme, host, port),
+    and only when the feed may be private there itself; every other hop public."""
+    if feed_policy is False or urlsplit(feed_location).scheme not in ("http", "https"):
+        return False
+    try:
+        host, port = _http_target(feed_location)
+    except FetchError:
+        return False
+    if isinstance(feed_policy, PrivateOrigin) and (
+        feed_policy.kind == "file" or (feed_policy.host, feed_policy.port) != (host, port)
+    ):
+        return False
+    return PrivateOrigin("net", host, port, urlsplit(feed_location).scheme)
+
+
 def _files_allowed(policy: PrivatePolicy) -> bool:
     return policy is True or (isinstance(policy, PrivateOrigin) and policy.kind == "file")
 
 
-def _hop_public_only(policy: PrivatePolicy, target: tuple[str, int]) -> bool:
+def _hop_public_only(policy: PrivatePolicy, url: str) -> bool:
     if isinstance(policy, PrivateOrigin):
-        return policy.kind == "file" or (policy.host, policy.port) != target
+        if policy.kind == "file" or (policy.host, policy.port) != _http_target(url):
+            return True
+        return policy.scheme is not None and policy.scheme != urlsplit(url).scheme
     return not policy
 
 
@@ -496,7 +517,7 @@ async def _fetch(
     path = _local_path(location)
     if path is not None:
         if not _files_allowed(allow_private):
-            raise FetchError(location, "local files are not allowed for this feed")
+            raise FetchError(location, "local files are not allowed here")
         return await asyncio.to_thread(_read_file, location, path, last_modified, max_bytes)
 
     # Only what _read_capped can undo a piece at a time (httpx would also offer br/zstd
@@ -510,7 +531,7 @@ async def _fetch(
     url = location
     seen = {url}
     for hop in range(max_redirects + 1):
-        public_only = _hop_public_only(allow_private, _http_target(url))
+        public_only = _hop_public_only(allow_private, url)
         response = await _send(client, url, headers, public_only)
         try:
             if response.status_code in REDIRECT_STATUSES:
@@ -616,6 +637,7 @@ __all__ = [
     "forbid_private_addresses",
     "human_size",
     "is_public_address",
+    "link_policy",
     "make_http_client",
     "parse_max_age",
     "parse_retry_after",

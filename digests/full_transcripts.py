@@ -3,8 +3,9 @@
 Between extract and store in the poll. For every episode that links a transcript: the
 stored one is used (its PRs and their whole sentences found in it, see
 ``digests.extract.with_transcript``); one not fetched yet is fetched — a few per poll,
-newest first, with the feed's fetch rules and a cap of its own, the private-address guard
-when the show's feed has it — converted to text (``digests.parse.transcripts``) and
+newest first, with a cap of its own and as a stranger's URL whatever the feed's own policy
+(``digests.fetch.link_policy``: http(s) only, never a local file, a private address only at
+the feed's own origin) — converted to text (``digests.parse.transcripts``) and
 stored, failure included, so it is not fetched again. An episode whose transcript cannot
 be had keeps the feed's excerpt. Never raises for the transcript's sake; the store's
 errors are the store's.
@@ -19,12 +20,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from urllib.parse import urlsplit
 
 import httpx
 
 from digests.errors import FeedHTTPError, FeedUnavailable, FetchError
 from digests.extract import with_transcript
-from digests.fetch import PrivatePolicy, fetch
+from digests.fetch import PrivatePolicy, fetch, link_policy
 from digests.models import Episode, TranscriptLink, guid_key
 from digests.parse.text import MAX_TEXT
 from digests.parse.transcripts import TRANSCRIPT_TYPES, transcript_text
@@ -114,7 +116,10 @@ def _lasting(err: Exception) -> bool:
     if isinstance(err, FetchError):
         reason = err.reason
         return any(
-            s in reason for s in ("larger than", "private address", "local files", "invalid URL")
+            s in reason
+            for s in (
+                "larger than", "private address", "local files", "invalid URL", "URL scheme",
+            )
         )
     return True
 
@@ -127,6 +132,10 @@ async def _fetch_one(
     allow_private: PrivatePolicy,
 ) -> str:
     """The transcript's text; raises ``FetchError`` or ``ValueError`` (nothing readable)."""
+    if urlsplit(link.url).scheme not in ("http", "https"):
+        # fetch() reads paths and file: URLs for the operator's own feeds; a link in a feed
+        # is a stranger's, so a file named there (/proc/self/environ) must never be read.
+        raise FetchError(link.url, "not an http(s) link; local files are not allowed here")
     got = await fetch(
         client, link.url, max_bytes=max_bytes, allow_private=allow_private, total_timeout=TIMEOUT
     )
@@ -238,9 +247,11 @@ async def transcripts_phase(
     show: str,
     repo: str,
     now: datetime,
-    allow_private: PrivatePolicy,
+    feed_location: str,
+    feed_policy: PrivatePolicy,
 ) -> tuple[Episode, ...]:
-    """The pipeline's call: ``attach_transcripts`` over the store, the pass logged."""
+    """The pipeline's call: ``attach_transcripts`` over the store, the pass logged. Links
+    are fetched by ``link_policy`` of the feed's location and policy, never the feed's own."""
     out, report = await attach_transcripts(
         episodes,
         show=show,
@@ -248,7 +259,7 @@ async def transcripts_phase(
         client=client,
         transcripts=TranscriptStore(store),
         now=now,
-        allow_private=allow_private,
+        allow_private=link_policy(feed_location, feed_policy),
     )
     if report.fetched:
         log.info(
