@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -399,11 +400,11 @@ async def run_once(
         )
         plans = await asyncio.gather(*(cycle.show(s) for s in shows))
         await finish_polls(store, book)  # before delivery: record_notices writes after it
-        # GitHub is asked beside delivery, never before it: digests go out with what is known.
         polled = [p.poll.show for p in plans if p.poll.ok]
         enriching = start_enrichment(settings, store, polled, now, github)
+        plans, enriched = await within_github_budget(cycle, plans, enriching)
         report = await deliver_cycle(store, deliverer, plans)
-        if enriching is not None:
+        if enriching is not None and not enriched:
             await deliver_enriched(cycle, report, await enriching)
     finally:
         if book is not None and book.locks is not None:
@@ -415,6 +416,36 @@ async def run_once(
             await deliverer.aclose()
     log.info("poll cycle: %s", report.summary())
     return report
+
+
+async def within_github_budget(
+    cycle: Cycle, plans: list[ShowPlan], enriching: asyncio.Task[EnrichReport] | None
+) -> tuple[list[ShowPlan], bool]:
+    """GitHub gets ``github_first_post_seconds`` before new digests naming PRs are posted:
+    when it answers in time, the shows with digests due are planned again with the details
+    (nothing is delivered yet, so the same digests come back, complete) and the second
+    return is True; otherwise the plans as they were, posted now and edited later."""
+    budget = cycle.settings.github_first_post_seconds
+    due = [i for i, p in enumerate(plans) if any(d.kind == "episode" for d in p.items)]
+    if enriching is None or not due or budget <= 0:
+        return plans, False
+    done, _ = await asyncio.wait({enriching}, timeout=budget)
+    if not done:
+        return plans, False
+    if enriching.result().changed:
+        stopped = tuple(cycle.deliverer.stopped_teams)
+        ledger = cycle.deliverer.ledger
+
+        def replan(plan: ShowPlan) -> ShowPlan:
+            return plan_show(
+                cycle.settings, cycle.store, ledger, cycle.renderer, plan.poll, stopped,
+                cycle.unfinished,
+            )  # fmt: skip
+
+        plans = list(plans)
+        for i in due:
+            plans[i] = await _db(functools.partial(replan, plans[i]))
+    return plans, True
 
 
 async def deliver_enriched(cycle: Cycle, report: RunReport, enriched: EnrichReport) -> None:

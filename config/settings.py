@@ -193,6 +193,9 @@ class Settings(BaseSettings):
     github_token: str | None = None
     # The first wait before retrying a GitHub 5xx or timeout; each retry doubles it.
     github_retry_seconds: float = Field(default=0.5, ge=0, le=30)
+    # How long a new digest waits for GitHub before it is posted without PR titles (and
+    # edited once they arrive): answered in time, it is posted complete, never "(edited)".
+    github_first_post_seconds: float = Field(default=2.0, ge=0, le=10)
     port: int = 3000
 
     # Where the file was read from; relative feed paths resolve against its folder.

@@ -1,9 +1,11 @@
 """PR details in the poll cycle, end to end: a feed on loopback, the Slack fake, the GitHub
 fake and a real store (SQLite and PostgreSQL).
 
-A digest is posted with what is known and never waits for GitHub; once details arrive the
-posted digest and its thread are edited in place, once; a state change inside the refresh
-window edits again, outside it nothing is asked; without GitHub configured nothing is asked.
+A new digest waits for GitHub at most ``github_first_post_seconds``: answered in time, it is
+posted complete and never edited; otherwise it is posted with what is known and, once
+details arrive, the posted digest and its thread are edited in place, once; a state change
+inside the refresh window edits again, outside it nothing is asked; without GitHub
+configured nothing is asked.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ REPO = "pytorch/pytorch"
 FIRST, SECOND = 199603, 199703
 
 
-def settings_for(url: str, fake: GitHubFake | None, *, token: bool = True) -> Settings:
-    github: dict[str, Any] = {}
+def settings_for(
+    url: str, fake: GitHubFake | None, *, token: bool = True, budget: float = 2.0
+) -> Settings:
+    github: dict[str, Any] = {"github_first_post_seconds": budget}
     if fake is not None:
-        github = {"github_api_url": fake.api_url, "github_token": fake.token if token else None}
+        github |= {"github_api_url": fake.api_url, "github_token": fake.token if token else None}
     return Settings(
         shows=[ShowConfig(name="PyTorch", feed=url, repo=REPO)],
         schedule=ScheduleConfig(poll_minutes=15),
@@ -86,7 +90,7 @@ async def poll(
 
 
 @pytest.mark.parametrize("token", [True, False])
-async def test_posted_then_edited_once_with_titles(
+async def test_posted_complete_when_github_answers_within_the_budget(
     store: Store,
     slack_fake: SlackFake,
     github_fake: GitHubFake,
@@ -97,6 +101,32 @@ async def test_posted_then_edited_once_with_titles(
 ) -> None:
     seed(github_fake)
     settings = settings_for(feed, github_fake, token=token)
+    await poll(settings, store, deliverer, http)
+    # GitHub answered within the budget: the first post has the titles, nothing is edited.
+    assert slack_fake.calls_to("chat.update") == []
+    first = slack_fake.calls_to("chat.postMessage")[0].params
+    assert "*Fix the all-gather* · open · distributed" in str(first["blocks"])
+    text = digest_text(slack_fake)
+    assert "*Follow up on the fix* · merged" in text
+    assert "Fix the all-gather" in thread_text(slack_fake)
+    calls = len(github_fake.calls)
+    again = await poll(settings, store, deliverer, http, timedelta(minutes=15))
+    assert not again.delivery.updated and len(github_fake.calls) == calls  # fresh: not asked
+    assert slack_fake.calls_to("chat.update") == []
+
+
+@pytest.mark.parametrize("token", [True, False])
+async def test_posted_then_edited_once_with_titles(
+    store: Store,
+    slack_fake: SlackFake,
+    github_fake: GitHubFake,
+    feed: str,
+    http: httpx.AsyncClient,
+    deliverer: Deliverer,
+    token: bool,
+) -> None:
+    seed(github_fake)
+    settings = settings_for(feed, github_fake, token=token, budget=0)
     await poll(settings, store, deliverer, http)
     # Posted with what was known (nothing), then edited once GitHub answered.
     assert len(slack_fake.calls_to("chat.update")) >= 1
@@ -186,7 +216,7 @@ async def test_the_digest_does_not_wait_for_a_slow_github(
 ) -> None:
     seed(github_fake)
     github_fake.fail_next(delay=3.0, times=10)
-    settings = settings_for(feed, github_fake)
+    settings = settings_for(feed, github_fake, budget=0.2)
     cycle = asyncio.create_task(poll(settings, store, deliverer, http))
     # Posted while GitHub has not answered yet: the GitHub fake still holds the query.
     while not slack_fake.calls_to("chat.postMessage"):
