@@ -496,6 +496,16 @@ def _pull_requests(
     return refs
 
 
+def mention_positions(text: str, repo: str) -> list[tuple[int, str]]:
+    """(position, PR URL) of every PR mention in ``text``, in text order, repeats kept."""
+    lower = text.lower()
+    if len(lower) != len(text):
+        lower = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    base = f"https://github.com/{repo}/pull/"
+    found = sorted(_mentions(text, lower, None))
+    return [(pos, url or base + str(number)) for pos, number, url in found]
+
+
 def _mentions(text: str, lower: str, cap: int | None) -> list[tuple[int, int, str]]:
     """Each PR mention: (position, number, url or "" for a bare number), unsorted; a list
     stops growing at ``cap`` (None: never)."""
@@ -732,6 +742,7 @@ def extract_entry(
             "chapters_url": entry.chapters_url,
             "pull_requests_named": _named(found, both, repo),
             "raw_hash": _settled(entry, when),
+            "pr_times": (),
         }
     )
 

@@ -27,11 +27,13 @@ import httpx
 from digests.errors import FeedHTTPError, FeedUnavailable, FetchError
 from digests.extract import with_transcript
 from digests.fetch import PrivatePolicy, fetch, link_policy
-from digests.models import Episode, TranscriptLink, guid_key
+from digests.models import Episode, PrTime, TranscriptLink, guid_key
+from digests.parse.cues import transcript_cues
 from digests.parse.text import MAX_TEXT
 from digests.parse.transcripts import TRANSCRIPT_TYPES, transcript_text
 from digests.store import Store
 from digests.store.transcripts import TranscriptStore
+from digests.timings import pr_times
 from digests.types import StoredTranscript
 
 log = logging.getLogger(__name__)
@@ -124,14 +126,21 @@ def _lasting(err: Exception) -> bool:
     return True
 
 
+def _read(body: str, kind: str, repo: str) -> tuple[str, tuple[PrTime, ...]]:
+    """What was said, and where each PR is first named when the transcript is timed."""
+    return transcript_text(body, kind), pr_times(transcript_cues(body, kind), repo)
+
+
 async def _fetch_one(
     client: httpx.AsyncClient,
     link: TranscriptLink,
     *,
+    repo: str,
     max_bytes: int,
     allow_private: PrivatePolicy,
-) -> str:
-    """The transcript's text; raises ``FetchError`` or ``ValueError`` (nothing readable)."""
+) -> tuple[str, tuple[PrTime, ...]]:
+    """The transcript's text and PR times; raises ``FetchError`` or ``ValueError`` (nothing
+    readable)."""
     if urlsplit(link.url).scheme not in ("http", "https"):
         # fetch() reads paths and file: URLs for the operator's own feeds; a link in a feed
         # is a stranger's, so a file named there (/proc/self/environ) must never be read.
@@ -142,16 +151,17 @@ async def _fetch_one(
     body = decode_transcript(got.content or b"", got.content_type)
     kind = link.type or (got.content_type or "")
     # Conversion is CPU work on up to max_bytes: off the event loop.
-    text = await asyncio.to_thread(transcript_text, body, kind)
+    text, times = await asyncio.to_thread(_read, body, kind, repo)
     text = _NUL.sub("", text)[:MAX_TEXT]  # PostgreSQL text takes no NUL
     if not text.strip():
         raise ValueError("the transcript has no text")
-    return text
+    return text, times
 
 
 async def _fetch_all(
     client: httpx.AsyncClient,
     show: str,
+    repo: str,
     wanted: Sequence[tuple[str, TranscriptLink, StoredTranscript | None]],
     *,
     now: datetime,
@@ -166,8 +176,8 @@ async def _fetch_all(
         tries = (before.attempts if before is not None and before.url == link.url else 0) + 1
         async with gate:
             try:
-                text = await _fetch_one(
-                    client, link, max_bytes=max_bytes, allow_private=allow_private
+                text, times = await _fetch_one(
+                    client, link, repo=repo, max_bytes=max_bytes, allow_private=allow_private
                 )
             except (FetchError, ValueError) as err:
                 reason = err.reason if isinstance(err, FetchError) else str(err)
@@ -180,7 +190,7 @@ async def _fetch_all(
                 return StoredTranscript(
                     show, key, link.url, "failed", now, "", reason, MAX_ATTEMPTS
                 )
-        return StoredTranscript(show, key, link.url, "ok", now, text, None, tries)
+        return StoredTranscript(show, key, link.url, "ok", now, text, None, tries, times)
 
     return list(await asyncio.gather(*(one(k, link, b) for k, link, b in wanted)))
 
@@ -212,7 +222,7 @@ async def attach_transcripts(
         if _due(stored.get(keys[i]), link)
     ][:per_poll]
     fresh = await _fetch_all(
-        client, show, wanted, now=now, max_bytes=max_bytes, allow_private=allow_private
+        client, show, repo, wanted, now=now, max_bytes=max_bytes, allow_private=allow_private
     )
     if fresh:
         await asyncio.to_thread(transcripts.save, fresh)
@@ -225,6 +235,8 @@ async def attach_transcripts(
             got = stored.get(keys[i])
             if got is not None and got.status == "ok" and got.url == link.url:
                 out[i] = with_transcript(ep, got.text, repo)
+                if got.pr_times:
+                    out[i] = out[i].model_copy(update={"pr_times": got.pr_times})
                 used += 1
         return out, used
 

@@ -62,6 +62,23 @@ class TranscriptLink:
     language: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Cue:
+    """A timed stretch of a transcript: when it starts (seconds from the episode's start)
+    and what is said in it."""
+
+    start: float
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class PrTime:
+    """Where in the episode a PR (by its URL) is first named: whole seconds from the start."""
+
+    url: str
+    at: int
+
+
 # Fields that say where more text may be had, not what a reader sees: a digest is not
 # stale because they appeared.
 _NOT_SHOWN = frozenset({"guid", "show", "transcript_links", "chapters_url"})
@@ -94,6 +111,9 @@ class Episode(_Frozen):
     # item_hashes``), when reading it again would give this episode again; neither JSON
     # nor content hash.
     raw_hash: str | None = Field(default=None, exclude=True, repr=False)
+    # When each PR is first named, from a timed transcript (empty without one); not part of
+    # the JSON contract, hashed only when present so episodes without timings hash as before.
+    pr_times: tuple[PrTime, ...] = Field(default=(), exclude=True, repr=False)
 
     @field_validator("published_at")
     @classmethod
@@ -111,6 +131,8 @@ class Episode(_Frozen):
         digest = hashlib.sha256(self.model_dump_json(exclude=set(_NOT_SHOWN)).encode())
         if self.pr_info:
             digest.update(repr(self.pr_info).encode())
+        if self.pr_times:
+            digest.update(repr(self.pr_times).encode())
         return digest.hexdigest()
 
     def to_json(self) -> dict[str, object]:

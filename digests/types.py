@@ -18,7 +18,7 @@ from digests.filters import Filter
 # A feed item with no usable date carries UNKNOWN_DATE until the store dates it (when first
 # seen, or by its place in the feed); it lives beside Episode, whose JSON hides it.
 from digests.models import UNKNOWN_DATE as UNKNOWN_DATE
-from digests.models import Episode
+from digests.models import Episode, PrTime
 
 Ident = tuple[str, str, str, str]  # a delivery: (team_id, channel_id, kind, key)
 
@@ -301,3 +301,4 @@ class StoredTranscript:
     text: str = ""
     error: str | None = None
     attempts: int = 1
+    pr_times: tuple[PrTime, ...] = ()  # where each PR is first named, when the text is timed

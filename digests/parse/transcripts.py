@@ -19,7 +19,7 @@ from lxml import etree
 from digests.parse.jsonfeed import too_deep
 from digests.parse.text import MAX_TEXT, MAX_TITLE, cap, element_text, html_parser, squash
 
-__all__ = ["TRANSCRIPT_TYPES", "chapter_titles", "transcript_text"]
+__all__ = ["TRANSCRIPT_TYPES", "chapter_titles", "sniff_form", "transcript_text"]
 
 # What each <podcast:transcript type> is read as; a type we do not know is sniffed.
 TRANSCRIPT_TYPES: dict[str, str] = {
@@ -50,7 +50,7 @@ _JSON_START = re.compile(r'\{|\[\s*[{\]"]')
 
 def transcript_text(body: str, kind: str) -> str:
     """What was said, from a transcript ``body`` of ``kind`` (a media type, or "" to sniff)."""
-    form = TRANSCRIPT_TYPES.get(kind.split(";", 1)[0].strip().lower()) or _sniff(body)
+    form = TRANSCRIPT_TYPES.get(kind.split(";", 1)[0].strip().lower()) or sniff_form(body)
     body = body.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
     if form in ("vtt", "srt"):
         turns = _cues(body)
@@ -65,7 +65,8 @@ def transcript_text(body: str, kind: str) -> str:
     return _join(turns)
 
 
-def _sniff(body: str) -> str:
+def sniff_form(body: str) -> str:
+    """The form of a transcript whose type says nothing we know: vtt, json, srt, html, plain."""
     head = body[:2048].lstrip("\ufeff \t\r\n")
     if head.startswith("WEBVTT"):
         return "vtt"

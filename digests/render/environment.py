@@ -32,6 +32,7 @@ from jinja2.compiler import CodeGenerator, Frame
 from digests.pulls import ranked_prs, with_info
 from digests.render.escape import Mrkdwn, link, mrkdwn, oneline, safe_url, truncate
 from digests.render.prs import pr_label
+from digests.timings import format_offset
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -82,6 +83,18 @@ def _pr_filters(repos: Mapping[str, str]) -> dict[str, Callable[..., Any]]:
         return link(getattr(pr, "url", None), label(pr, show))
 
     return {"pr_link": pr_link, "pr_label": label}
+
+
+def pr_time(pr: Any, episode: Any) -> Mrkdwn:
+    """`` · ▶ 1:23`` for a PR the episode's timed transcript names, linked to the audio at
+    that time (``#t=83``); empty when the episode has no timings for it."""
+    url = getattr(pr, "url", None)
+    at = next((t.at for t in getattr(episode, "pr_times", ()) if t.url == url), None)
+    if at is None:
+        return Mrkdwn("")
+    audio = safe_url(getattr(episode, "audio_url", None))
+    target = f"{audio.partition('#')[0]}#t={at}" if audio else None
+    return Mrkdwn(" · " + str(link(target, "▶ " + format_offset(at))))
 
 
 @dataclass(frozen=True)
@@ -235,6 +248,7 @@ def make_environment(
         # Not copied: a Renderer's ``repos`` learns the shows added from Slack as they come.
         **_pr_filters(repos if repos is not None else {}),
         pr_groups=pr_groups,
+        pr_time=pr_time,
         ranked_prs=ranked_prs,
         with_info=with_info,
         oneline=oneline,

@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from digests.models import Episode, PullRequestRef, guid_key
+from digests.models import Episode, PrTime, PullRequestRef, guid_key
 from digests.store.database import Database, aware, chunks, clean, clean_opt
 from digests.store.schema import episode_prs, episode_sentences, episodes, shows
 from digests.store.shows import show_ids
@@ -42,6 +42,7 @@ EPISODE_COLUMNS = (
     episodes.c.audio_url,
     episodes.c.nearby,
     episodes.c.pull_requests_named,
+    episodes.c.pr_times,
 )
 EPISODES_JOIN = episodes.join(shows, episodes.c.show_id == shows.c.id)
 NEWEST = (episodes.c.published_at.desc(), episodes.c.id.desc())
@@ -57,6 +58,7 @@ _UPDATED_COLUMNS = (
     "audio_url",
     "nearby",
     "pull_requests_named",
+    "pr_times",
     "content_hash",
     "raw_hash",
     "updated_at",
@@ -131,6 +133,7 @@ _HYDRATED = (
     "audio_url",
     "nearby",
     "pull_requests_named",
+    "pr_times",
 )
 
 
@@ -168,6 +171,7 @@ def hydrate(
         audio_url,
         nearby,
         named,
+        times,
     ) in values:
         out.append(
             Episode(
@@ -184,9 +188,24 @@ def hydrate(
                 pull_requests=tuple(prs.get(episode_id, ())),
                 nearby=tuple(nearby or ()),
                 pull_requests_named=named or 0,
+                pr_times=read_pr_times(times),
             )
         )
     return out
+
+
+def read_pr_times(value: Any) -> tuple[PrTime, ...]:
+    """``[[url, seconds], …]`` as stored (NULL or anything else: none)."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(
+        PrTime(str(url), int(at))
+        for url, at in (v for v in value if isinstance(v, list) and len(v) == 2)
+    )
+
+
+def write_pr_times(times: Iterable[PrTime]) -> list[list[Any]] | None:
+    return [[t.url, t.at] for t in times] or None
 
 
 def _stored(
@@ -232,6 +251,7 @@ def _values(write: EpisodeWrite, now: datetime) -> dict[str, Any]:
         "audio_url": clean_opt(episode.audio_url),
         "nearby": [clean(title) for title in episode.nearby],
         "pull_requests_named": episode.pull_requests_named,
+        "pr_times": write_pr_times(episode.pr_times),
         "content_hash": write.content_hash,
         "raw_hash": episode.raw_hash,
         "updated_at": now,

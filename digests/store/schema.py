@@ -141,6 +141,8 @@ episodes = sa.Table(
     # The hash of the feed item's bytes it was read from (digests.parse.item_hashes): a
     # re-read skips the item while it hashes the same. NULL: read it every time.
     sa.Column("raw_hash", sa.String(32)),
+    # Where each PR is first named, from a timed transcript: [[PR URL, seconds], …]; NULL: none.
+    sa.Column("pr_times", sa.JSON),
     sa.UniqueConstraint("show_id", "guid"),
     sa.Index(None, "published_at"),
     # A show's episodes newest first (the poll's candidates, neighbours) stop at the limit.
@@ -280,6 +282,7 @@ episode_transcripts = sa.Table(
     sa.Column("error", sa.Text),
     sa.Column("attempts", sa.Integer, nullable=False, server_default="1"),
     sa.Column("fetched_at", UTCDateTime, nullable=False),
+    sa.Column("pr_times", sa.JSON),  # [[PR URL, seconds], …] when the transcript is timed
     sa.CheckConstraint("status IN ('ok', 'failed')", name="status"),
 )
 

@@ -10,12 +10,13 @@ from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from digests.store import Store
+from digests.store.episodes import read_pr_times, write_pr_times
 from digests.store.schema import episode_transcripts
 from digests.types import StoredTranscript
 
-# Well under SQLite's bound-parameter limit (8 columns a row on save).
+# Well under SQLite's bound-parameter limit (9 columns a row on save).
 _CHUNK = 500
-_UPDATED = ("url", "status", "text", "error", "attempts", "fetched_at")
+_UPDATED = ("url", "status", "text", "error", "attempts", "fetched_at", "pr_times")
 
 
 def _values(t: StoredTranscript) -> dict[str, Any]:
@@ -28,6 +29,7 @@ def _values(t: StoredTranscript) -> dict[str, Any]:
         "error": t.error,
         "attempts": t.attempts,
         "fetched_at": t.fetched_at,
+        "pr_times": write_pr_times(t.pr_times),
     }
 
 
@@ -41,6 +43,7 @@ def _record(row: sa.Row[Any]) -> StoredTranscript:
         text=row.text or "",
         error=row.error,
         attempts=int(row.attempts),
+        pr_times=read_pr_times(row.pr_times),
     )
 
 

@@ -1,0 +1,183 @@
+"""Where in the episode a PR is named: a timed transcript (WebVTT, SubRip, the namespace's
+JSON) gives each Key PR line the time it is first named, linked to the audio at that time;
+without timings nothing changes. End to end: a feed and its transcripts on loopback, a real
+poll posting to the Slack fake, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import httpx
+import pytest
+
+from bot.delivery import Deliverer
+from bot.pipeline import run_once
+from config.settings import ScheduleConfig, Settings, ShowConfig
+from digests.models import Cue, PrTime
+from digests.parse.cues import transcript_cues
+from digests.store import Store
+from digests.timings import format_offset, pr_times
+from tests.feedserver import FeedServer
+from tests.slackfake import SlackFake
+from tests.test_delivery_edits import CHANNEL, NOW, TEAM
+
+REPO = "pytorch/pytorch"
+AUDIO = "https://cdn.example.test/pytorch/2026-10-05.mp3"
+PR = "https://github.com/pytorch/pytorch/pull/"
+
+VTT = """WEBVTT
+
+00:00:02.000 --> 00:00:05.000
+<v Host>Welcome back. Today: the autotune cache.
+
+00:01:23.400 --> 00:01:30.000
+<v Host>PRs 199720,
+
+00:01:30.000 --> 00:01:36.000
+199721 and 199726 move the all-gather layout.
+
+00:03:05.000 --> 00:03:09.000
+<v Guest>And PR 199720 again, with the benchmark.
+"""
+
+SRT = """1
+00:00:02,000 --> 00:00:05,000
+Welcome back. Today: the autotune cache.
+
+2
+00:01:23,400 --> 00:01:30,000
+PRs 199720,
+
+3
+00:01:30,000 --> 00:01:36,000
+199721 and 199726 move the all-gather layout.
+"""
+
+JSON_TRANSCRIPT = json.dumps(
+    {
+        "version": "1.0.0",
+        "segments": [
+            {"speaker": "Host", "startTime": 2.0, "endTime": 5.0, "body": "Welcome back."},
+            {"speaker": "Host", "startTime": 83.4, "endTime": 90.0, "body": "PRs 199720,"},
+            {
+                "speaker": "Host",
+                "startTime": 90.0,
+                "endTime": 96.0,
+                "body": "199721 and 199726 move the all-gather layout.",
+            },
+        ],
+    }
+)
+PLAIN = "Welcome back. PRs 199720, 199721 and 199726 move the all-gather layout."
+TYPES = {"text/vtt": VTT, "application/x-subrip": SRT, "application/json": JSON_TRANSCRIPT}
+
+
+def test_cues_of_each_timed_form_and_none_of_plain_text() -> None:
+    for kind, body in TYPES.items():
+        cues = transcript_cues(body, kind)
+        assert cues[0].start == 2.0 and cues[0].text.startswith("Welcome back.")
+        assert [int(c.start) for c in cues][:3] == [2, 83, 90]
+        assert cues[1] == Cue(cues[1].start, "PRs 199720,")  # voice tags and line ends out
+    assert transcript_cues(PLAIN, "text/plain") == ()
+    assert transcript_cues("WEBVTT\n\nnot a cue", "text/vtt") == ()
+    assert transcript_cues('{"segments": "nope"}', "application/json") == ()
+
+
+def test_each_pr_is_timed_by_the_cue_it_is_first_named_in() -> None:
+    times = pr_times(transcript_cues(VTT, "text/vtt"), REPO)
+    # The list starts in one cue and goes on in the next: each number in the cue it is in.
+    assert times == (
+        PrTime(PR + "199720", 83),
+        PrTime(PR + "199721", 90),
+        PrTime(PR + "199726", 90),
+    )
+    assert pr_times((), REPO) == ()
+    assert [format_offset(s) for s in (0, 83, 600, 3723)] == ["0:00", "1:23", "10:00", "1:02:03"]
+
+
+def feed(transcript_type: str) -> bytes:
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0" xmlns:podcast="https://podcastindex.org/namespace/1.0">
+  <channel><title>PyTorch</title>
+    <item>
+      <title>PyTorch: All-Gather Layout</title>
+      <guid isPermaLink="false">pytorch-2026-10-05</guid>
+      <link>https://example.test/pytorch/2026-10-05</link>
+      <pubDate>Mon, 05 Oct 2026 13:00:00 GMT</pubDate>
+      <enclosure url="{AUDIO}" type="audio/mpeg" length="1000"/>
+      <description>PRs 199720, 199721 and 199726 move the all-gather layout.</description>
+      <podcast:transcript url="/t" type="{transcript_type}"/>
+    </item>
+  </channel>
+</rss>""".encode()
+
+
+@pytest.mark.parametrize("kind", sorted(TYPES))
+async def test_key_prs_carry_the_time_they_are_named_linked_to_the_audio(
+    kind: str,
+    feed_server: FeedServer,
+    store: Store,
+    slack_fake: SlackFake,
+    deliverer: Deliverer,
+    http: httpx.AsyncClient,
+) -> None:
+    await _poll(feed_server, store, deliverer, http, kind, TYPES[kind])
+    (digest,) = [m for m in slack_fake.messages(CHANNEL) if not m.get("thread_ts")]
+    blocks = json.dumps(digest["blocks"], ensure_ascii=False)
+    # The three PRs share one sentence (one line); the line is timed by its first PR.
+    assert f"<{AUDIO}#t=83|▶ 1:23>" in blocks
+    # Stored with the episode: the next poll reads the same times back, nothing is edited.
+    (episode,) = store.recent(1, ["PyTorch"])
+    assert [(t.url, t.at) for t in episode.pr_times] == [
+        (PR + "199720", 83),
+        (PR + "199721", 90),
+        (PR + "199726", 90),
+    ]
+    settings = _settings(feed_server)
+    again = await run_once(
+        settings, store, deliverer.outbox, http, NOW + timedelta(minutes=15), deliverer=deliverer
+    )
+    assert again.delivery.posted == [] and again.delivery.updated == []
+    assert slack_fake.calls_to("chat.update") == []
+
+
+async def test_without_timings_nothing_changes(
+    feed_server: FeedServer,
+    store: Store,
+    slack_fake: SlackFake,
+    deliverer: Deliverer,
+    http: httpx.AsyncClient,
+) -> None:
+    await _poll(feed_server, store, deliverer, http, "text/plain", PLAIN)
+    messages = json.dumps([m["blocks"] for m in slack_fake.messages(CHANNEL)], ensure_ascii=False)
+    assert "199720" in messages and "▶" not in messages and "#t=" not in messages
+    (episode,) = store.recent(1, ["PyTorch"])
+    assert episode.pr_times == ()
+
+
+def _settings(feed_server: FeedServer) -> Settings:
+    return Settings(
+        shows=[ShowConfig(name="PyTorch", feed=feed_server.url("/feed.xml"), repo=REPO)],
+        schedule=ScheduleConfig(poll_minutes=15),
+        team_id=TEAM,
+        thread_replies=True,
+    )
+
+
+async def _poll(
+    feed_server: FeedServer,
+    store: Store,
+    deliverer: Deliverer,
+    http: httpx.AsyncClient,
+    kind: str,
+    body: str,
+) -> None:
+    feed_server.route("/t", body, content_type=kind)
+    feed_server.route("/feed.xml", feed(kind))
+    store.ensure_show("PyTorch", "", REPO)
+    store.subscribe(TEAM, CHANNEL, "PyTorch", source="config")
+    report = await run_once(
+        _settings(feed_server), store, deliverer.outbox, http, NOW, deliverer=deliverer
+    )
+    assert report.errors == [] and len(report.delivery.posted) == 1
