@@ -57,7 +57,7 @@ from bot.poll_state import (
 from config.settings import Settings, ShowConfig
 from digests.decide import feed_notice
 from digests.errors import DigestError, StoreError
-from digests.full_transcripts import transcripts_phase
+from digests.full_transcripts import linked_documents_phase
 from digests.github.client import GitHubClient
 from digests.github.enrich import EnrichReport
 from digests.models import Episode
@@ -195,8 +195,8 @@ async def poll_show(
             http_client, request, show=show.name, repo=show.repo, parse_gate=parse_gate,
             known=lambda: _db(lambda: store.item_hashes(show.name)),
         )  # fmt: skip
-        if read.episodes:  # phase 3b: linked transcripts, fetched once and stored
-            full = await transcripts_phase(
+        if read.episodes:  # phase 3b: linked transcripts and chapters, fetched once, stored
+            full = await linked_documents_phase(
                 store, http_client, read.episodes, show=show.name, repo=show.repo, now=now,
                 feed_location=request.location, feed_policy=request.allow_private,
             )  # fmt: skip

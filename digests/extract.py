@@ -743,6 +743,7 @@ def extract_entry(
             "pull_requests_named": _named(found, both, repo),
             "raw_hash": _settled(entry, when),
             "pr_times": (),
+            "chapters": (),
         }
     )
 

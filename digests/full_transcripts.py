@@ -20,19 +20,20 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from urllib.parse import urlsplit
 
 import httpx
 
-from digests.errors import FeedHTTPError, FeedUnavailable, FetchError
+from digests.errors import FetchError
 from digests.extract import with_transcript
-from digests.fetch import PrivatePolicy, fetch, link_policy
+from digests.fetch import PrivatePolicy, link_policy
+from digests.full_chapters import attach_chapters
+from digests.linked import CONCURRENCY, MAX_ATTEMPTS, PER_POLL, due, fetch_link, lasting
 from digests.models import Episode, PrTime, TranscriptLink, guid_key
 from digests.parse.cues import transcript_cues
 from digests.parse.text import MAX_TEXT
 from digests.parse.transcripts import TRANSCRIPT_TYPES, transcript_text
 from digests.store import Store
-from digests.store.transcripts import TranscriptStore
+from digests.store.transcripts import ChapterStore, TranscriptStore
 from digests.timings import pr_times
 from digests.types import StoredTranscript
 
@@ -44,17 +45,11 @@ __all__ = [
     "attach_transcripts",
     "choose_link",
     "decode_transcript",
-    "transcripts_phase",
+    "linked_documents_phase",
 ]
 
 # A two-hour episode's VTT is ~1.5 MB; anything much larger is not a transcript.
 MAX_TRANSCRIPT_BYTES = 4 * 1024 * 1024
-# New fetches per show per poll: a first poll of a long back catalogue spreads its
-# transcripts over the following polls instead of fetching hundreds at once.
-PER_POLL = 10
-CONCURRENCY = 4
-MAX_ATTEMPTS = 3
-TIMEOUT = 60.0
 # Best first: cue formats and the namespace JSON are the transcript itself; HTML and plain
 # text are sometimes a page about the episode.
 _PREFERENCE = ("text/vtt", "application/x-subrip", "application/json", "text/html", "text/plain")
@@ -102,30 +97,6 @@ def decode_transcript(content: bytes, content_type: str | None) -> str:
     return content.decode("utf-8", "replace")
 
 
-def _due(stored: StoredTranscript | None, link: TranscriptLink) -> bool:
-    if stored is None or stored.url != link.url:
-        return True
-    return stored.status == "failed" and stored.attempts < MAX_ATTEMPTS
-
-
-def _lasting(err: Exception) -> bool:
-    """A failure trying again will not mend: a 4xx, the size cap, the address guard, a
-    transcript with no text. Timeouts, 5xx and 429s are tried again, a few times."""
-    if isinstance(err, FeedUnavailable):
-        return False
-    if isinstance(err, FeedHTTPError):
-        return 400 <= err.status < 500
-    if isinstance(err, FetchError):
-        reason = err.reason
-        return any(
-            s in reason
-            for s in (
-                "larger than", "private address", "local files", "invalid URL", "URL scheme",
-            )
-        )
-    return True
-
-
 def _read(body: str, kind: str, repo: str) -> tuple[str, tuple[PrTime, ...]]:
     """What was said, and where each PR is first named when the transcript is timed."""
     return transcript_text(body, kind), pr_times(transcript_cues(body, kind), repo)
@@ -141,13 +112,7 @@ async def _fetch_one(
 ) -> tuple[str, tuple[PrTime, ...]]:
     """The transcript's text and PR times; raises ``FetchError`` or ``ValueError`` (nothing
     readable)."""
-    if urlsplit(link.url).scheme not in ("http", "https"):
-        # fetch() reads paths and file: URLs for the operator's own feeds; a link in a feed
-        # is a stranger's, so a file named there (/proc/self/environ) must never be read.
-        raise FetchError(link.url, "not an http(s) link; local files are not allowed here")
-    got = await fetch(
-        client, link.url, max_bytes=max_bytes, allow_private=allow_private, total_timeout=TIMEOUT
-    )
+    got = await fetch_link(client, link.url, max_bytes=max_bytes, allow_private=allow_private)
     body = decode_transcript(got.content or b"", got.content_type)
     kind = link.type or (got.content_type or "")
     # Conversion is CPU work on up to max_bytes: off the event loop.
@@ -182,7 +147,7 @@ async def _fetch_all(
             except (FetchError, ValueError) as err:
                 reason = err.reason if isinstance(err, FetchError) else str(err)
                 log.info("transcript of %s %s unavailable: %s", show, key[:12], reason)
-                attempts = MAX_ATTEMPTS if _lasting(err) else tries
+                attempts = MAX_ATTEMPTS if lasting(err) else tries
                 return StoredTranscript(show, key, link.url, "failed", now, "", reason, attempts)
             except Exception as err:  # a bug of ours must not cost the show its poll
                 log.exception("transcript of %s %s: conversion failed", show, key[:12])
@@ -219,7 +184,7 @@ async def attach_transcripts(
     wanted = [
         (keys[i], link, stored.get(keys[i]))
         for i, _, link in newest
-        if _due(stored.get(keys[i]), link)
+        if due(stored.get(keys[i]), link.url)
     ][:per_poll]
     fresh = await _fetch_all(
         client, show, repo, wanted, now=now, max_bytes=max_bytes, allow_private=allow_private
@@ -251,7 +216,7 @@ async def attach_transcripts(
     return tuple(out), report
 
 
-async def transcripts_phase(
+async def linked_documents_phase(
     store: Store,
     client: httpx.AsyncClient,
     episodes: Sequence[Episode],
@@ -262,8 +227,10 @@ async def transcripts_phase(
     feed_location: str,
     feed_policy: PrivatePolicy,
 ) -> tuple[Episode, ...]:
-    """The pipeline's call: ``attach_transcripts`` over the store, the pass logged. Links
-    are fetched by ``link_policy`` of the feed's location and policy, never the feed's own."""
+    """The pipeline's call: the transcripts, then the chapters, the episodes link, over the
+    store, the pass logged. Links are fetched by ``link_policy`` of the feed's location and
+    policy, never the feed's own."""
+    links = link_policy(feed_location, feed_policy)
     out, report = await attach_transcripts(
         episodes,
         show=show,
@@ -271,11 +238,13 @@ async def transcripts_phase(
         client=client,
         transcripts=TranscriptStore(store),
         now=now,
-        allow_private=link_policy(feed_location, feed_policy),
+        allow_private=links,
     )
     if report.fetched:
         log.info(
             "transcripts of %s: %d fetched (%d failed), %d of %d linked in use",
             show, report.fetched, report.failed, report.used, report.linked,
         )  # fmt: skip
-    return out
+    return await attach_chapters(
+        out, show=show, client=client, chapters=ChapterStore(store), now=now, allow_private=links
+    )

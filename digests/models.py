@@ -79,6 +79,16 @@ class PrTime:
     at: int
 
 
+@dataclass(frozen=True, slots=True)
+class Chapter:
+    """One of an episode's chapters: where it starts (whole seconds), its title, and the
+    link the chapter names, if any."""
+
+    start: int
+    title: str
+    url: str | None = None
+
+
 # Fields that say where more text may be had, not what a reader sees: a digest is not
 # stale because they appeared.
 _NOT_SHOWN = frozenset({"guid", "show", "transcript_links", "chapters_url"})
@@ -114,6 +124,8 @@ class Episode(_Frozen):
     # When each PR is first named, from a timed transcript (empty without one); not part of
     # the JSON contract, hashed only when present so episodes without timings hash as before.
     pr_times: tuple[PrTime, ...] = Field(default=(), exclude=True, repr=False)
+    # The episode's chapters (from its <podcast:chapters> document); likewise outside the JSON.
+    chapters: tuple[Chapter, ...] = Field(default=(), exclude=True, repr=False)
 
     @field_validator("published_at")
     @classmethod
@@ -133,6 +145,8 @@ class Episode(_Frozen):
             digest.update(repr(self.pr_info).encode())
         if self.pr_times:
             digest.update(repr(self.pr_times).encode())
+        if self.chapters:
+            digest.update(repr(self.chapters).encode())
         return digest.hexdigest()
 
     def to_json(self) -> dict[str, object]:

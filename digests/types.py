@@ -18,7 +18,7 @@ from digests.filters import Filter
 # A feed item with no usable date carries UNKNOWN_DATE until the store dates it (when first
 # seen, or by its place in the feed); it lives beside Episode, whose JSON hides it.
 from digests.models import UNKNOWN_DATE as UNKNOWN_DATE
-from digests.models import Episode, PrTime
+from digests.models import Chapter, Episode, PrTime
 
 Ident = tuple[str, str, str, str]  # a delivery: (team_id, channel_id, kind, key)
 
@@ -302,3 +302,18 @@ class StoredTranscript:
     error: str | None = None
     attempts: int = 1
     pr_times: tuple[PrTime, ...] = ()  # where each PR is first named, when the text is timed
+
+
+@dataclass(frozen=True)
+class StoredChapters:
+    """An episode's ``<podcast:chapters>`` document as fetched once: its chapters (``ok``),
+    or why they could not be had (``failed``), as ``StoredTranscript`` keeps a transcript."""
+
+    show: str
+    guid_key: str
+    url: str
+    status: TranscriptStatus
+    fetched_at: datetime
+    chapters: tuple[Chapter, ...] = ()
+    error: str | None = None
+    attempts: int = 1

@@ -14,12 +14,12 @@ import digests.fetch
 from digests.extract import build_episodes
 from digests.fetch import make_http_client
 from digests.full_transcripts import (
-    MAX_ATTEMPTS,
     TranscriptReport,
     attach_transcripts,
     choose_link,
     decode_transcript,
 )
+from digests.linked import MAX_ATTEMPTS
 from digests.models import Episode, TranscriptLink, guid_key
 from digests.parse import parse_bytes
 from digests.store import Store

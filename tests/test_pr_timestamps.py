@@ -181,3 +181,88 @@ async def _poll(
         _settings(feed_server), store, deliverer.outbox, http, NOW, deliverer=deliverer
     )
     assert report.errors == [] and len(report.delivery.posted) == 1
+
+
+CHAPTERS = json.dumps(
+    {
+        "version": "1.2.0",
+        "chapters": [
+            {"startTime": 0, "title": "Intro"},
+            {"startTime": 60, "title": "Sponsor", "toc": False},
+            {"startTime": 80, "title": "All-gather layout", "url": "https://example.test/ag"},
+            {"startTime": 95, "title": "Wrap-up"},
+        ],
+    }
+)
+
+
+def chaptered_feed() -> bytes:
+    return feed("text/vtt").replace(
+        b"<podcast:transcript",
+        b'<podcast:chapters url="/chapters.json" type="application/json+chapters"/>'
+        b"<podcast:transcript",
+    )
+
+
+async def test_chapters_go_in_the_thread_with_the_prs_named_in_each(
+    feed_server: FeedServer,
+    store: Store,
+    slack_fake: SlackFake,
+    deliverer: Deliverer,
+    http: httpx.AsyncClient,
+) -> None:
+    feed_server.route("/chapters.json", CHAPTERS, content_type="application/json+chapters")
+    feed_server.route("/t", VTT, content_type="text/vtt")
+    feed_server.route("/feed.xml", chaptered_feed())
+    store.ensure_show("PyTorch", "", REPO)
+    store.subscribe(TEAM, CHANNEL, "PyTorch", source="config")
+    settings = _settings(feed_server)
+    report = await run_once(settings, store, deliverer.outbox, http, NOW, deliverer=deliverer)
+    assert report.errors == [] and len(report.delivery.posted) == 1
+    (thread,) = [m for m in slack_fake.messages(CHANNEL) if m.get("thread_ts")]
+    lines = json.dumps(thread["blocks"], ensure_ascii=False)
+    assert thread["text"].startswith("Chapters and transcript: ")
+    assert f"<{AUDIO}#t=0|▶ 0:00> Intro" in lines
+    assert "Sponsor" not in lines  # "toc": false
+    # 199720 at 1:23 and 199721/199726 at 1:30 fall in the chapter from 1:20 to 1:35.
+    assert (
+        f"<{AUDIO}#t=80|▶ 1:20> <https://example.test/ag|All-gather layout> — "
+        f"<{PR}199720|#199720>, <{PR}199721|#199721>, <{PR}199726|#199726>"
+    ) in lines
+    assert f"<{AUDIO}#t=95|▶ 1:35> Wrap-up" in lines
+    (episode,) = store.recent(1, ["PyTorch"])
+    assert [c.title for c in episode.chapters] == ["Intro", "All-gather layout", "Wrap-up"]
+
+    # Read back from the store on the next poll: not fetched again, nothing edited.
+    again = await run_once(
+        settings, store, deliverer.outbox, http, NOW + timedelta(minutes=15), deliverer=deliverer
+    )
+    assert again.delivery.updated == [] and slack_fake.calls_to("chat.update") == []
+    assert len(feed_server.requests_to("/chapters.json")) == 1
+
+
+async def test_a_chapters_link_to_a_private_address_is_never_fetched(
+    feed_server: FeedServer,
+    store: Store,
+    slack_fake: SlackFake,
+    deliverer: Deliverer,
+    http: httpx.AsyncClient,
+) -> None:
+    with FeedServer() as other:
+        other.route("/chapters.json", CHAPTERS, content_type="application/json")
+        body = feed("text/plain").replace(
+            b"<podcast:transcript",
+            f'<podcast:chapters url="{other.url("/chapters.json")}" type="application/json"/>'
+            "<podcast:transcript".encode(),
+        )
+        feed_server.route("/t", PLAIN, content_type="text/plain")
+        feed_server.route("/feed.xml", body)
+        store.ensure_show("PyTorch", "", REPO)
+        store.subscribe(TEAM, CHANNEL, "PyTorch", source="config")
+        report = await run_once(
+            _settings(feed_server), store, deliverer.outbox, http, NOW, deliverer=deliverer
+        )
+        assert report.errors == [] and len(report.delivery.posted) == 1
+        assert other.requests_to("/chapters.json") == []
+    messages = json.dumps(slack_fake.messages(CHANNEL), ensure_ascii=False)
+    assert "Chapters" not in messages

@@ -21,7 +21,7 @@ import pytest
 
 from digests.extract import build_episodes
 from digests.fetch import PrivateOrigin, PrivatePolicy, link_policy, make_http_client
-from digests.full_transcripts import transcripts_phase
+from digests.full_transcripts import linked_documents_phase
 from digests.models import guid_key
 from digests.parse import parse_bytes
 from digests.store import Store
@@ -74,7 +74,7 @@ async def phase(
     (None when the transcript was read)."""
     store.ensure_show(SHOW, "", REPO)
     episodes = build_episodes(parse_bytes(feed(transcript_url), feed_location), SHOW, REPO)
-    (episode,) = await transcripts_phase(
+    (episode,) = await linked_documents_phase(
         store, client, episodes, show=SHOW, repo=REPO, now=NOW,
         feed_location=feed_location, feed_policy=feed_policy,
     )  # fmt: skip

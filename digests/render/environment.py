@@ -92,9 +92,32 @@ def pr_time(pr: Any, episode: Any) -> Mrkdwn:
     at = next((t.at for t in getattr(episode, "pr_times", ()) if t.url == url), None)
     if at is None:
         return Mrkdwn("")
+    return Mrkdwn(" · " + str(time_link(episode, at)))
+
+
+def time_link(episode: Any, at: int) -> Mrkdwn:
+    """``▶ 1:23`` linked to the episode's audio at that time (plain without audio)."""
     audio = safe_url(getattr(episode, "audio_url", None))
     target = f"{audio.partition('#')[0]}#t={at}" if audio else None
-    return Mrkdwn(" · " + str(link(target, "▶ " + format_offset(at))))
+    return link(target, "▶ " + format_offset(at))
+
+
+def chapters_with_prs(episode: Any) -> list[tuple[Any, list[Any]]]:
+    """Each chapter with the PRs first named inside it (by the timed transcript)."""
+    chapters = list(getattr(episode, "chapters", ()))
+    times = {t.url: t.at for t in getattr(episode, "pr_times", ())}
+    out: list[tuple[Any, list[Any]]] = []
+    for i, chapter in enumerate(chapters):
+        end = chapters[i + 1].start if i + 1 < len(chapters) else None
+        prs = [
+            pr
+            for pr in episode.pull_requests
+            if (at := times.get(pr.url)) is not None
+            and at >= chapter.start
+            and (end is None or at < end)
+        ]
+        out.append((chapter, prs))
+    return out
 
 
 @dataclass(frozen=True)
@@ -249,6 +272,8 @@ def make_environment(
         **_pr_filters(repos if repos is not None else {}),
         pr_groups=pr_groups,
         pr_time=pr_time,
+        chapters_with_prs=chapters_with_prs,
+        time_link=time_link,
         ranked_prs=ranked_prs,
         with_info=with_info,
         oneline=oneline,

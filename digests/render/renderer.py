@@ -120,14 +120,16 @@ class Renderer:
         return message_to_text(self.digest(episode, buttons=False))
 
     def thread_reply(self, episode: Episode) -> list[Message]:
-        """What the digest could not show, under it: the PRs past its "and N more", then the
-        transcript excerpt when it says more than the summary. As many messages as it takes,
+        """What the digest could not show, under it: the PRs past its "and N more", the
+        chapters (with the PRs named in each), then the transcript excerpt when it says more
+        than the summary. As many messages as it takes,
         each within limits; nothing to add gives ``[]`` (no reply at all)."""
         return self._thread(
             episode,
             # With GitHub details the digest shows the few key PRs: the thread lists all.
             first=0 if episode.pr_info else min(self.max_prs, len(episode.pull_requests)),
             transcript=self.threads_transcript(episode),
+            chapters=True,
         )
 
     def threads_transcript(self, episode: Episode) -> bool:
@@ -149,13 +151,16 @@ class Renderer:
         )
         return self._thread(episode, first=0, transcript=transcript)
 
-    def _thread(self, episode: Episode, *, first: int, transcript: bool) -> list[Message]:
+    def _thread(
+        self, episode: Episode, *, first: int, transcript: bool, chapters: bool = False
+    ) -> list[Message]:
         script = self.script(
             "thread.j2",
             episode=episode,
             prs=episode.pull_requests[first:],
             first=first,
             transcript=transcript,
+            chapters=chapters,
         )
         message = layout.build(script, template="thread.j2")
         if not message["blocks"]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from digests.models import Episode, PrTime, PullRequestRef, guid_key
+from digests.models import Chapter, Episode, PrTime, PullRequestRef, guid_key
 from digests.store.database import Database, aware, chunks, clean, clean_opt
 from digests.store.schema import episode_prs, episode_sentences, episodes, shows
 from digests.store.shows import show_ids
@@ -43,6 +43,7 @@ EPISODE_COLUMNS = (
     episodes.c.nearby,
     episodes.c.pull_requests_named,
     episodes.c.pr_times,
+    episodes.c.chapters,
 )
 EPISODES_JOIN = episodes.join(shows, episodes.c.show_id == shows.c.id)
 NEWEST = (episodes.c.published_at.desc(), episodes.c.id.desc())
@@ -59,6 +60,7 @@ _UPDATED_COLUMNS = (
     "nearby",
     "pull_requests_named",
     "pr_times",
+    "chapters",
     "content_hash",
     "raw_hash",
     "updated_at",
@@ -134,6 +136,7 @@ _HYDRATED = (
     "nearby",
     "pull_requests_named",
     "pr_times",
+    "chapters",
 )
 
 
@@ -172,6 +175,7 @@ def hydrate(
         nearby,
         named,
         times,
+        chapters,
     ) in values:
         out.append(
             Episode(
@@ -189,6 +193,7 @@ def hydrate(
                 nearby=tuple(nearby or ()),
                 pull_requests_named=named or 0,
                 pr_times=read_pr_times(times),
+                chapters=read_chapters(chapters),
             )
         )
     return out
@@ -206,6 +211,20 @@ def read_pr_times(value: Any) -> tuple[PrTime, ...]:
 
 def write_pr_times(times: Iterable[PrTime]) -> list[list[Any]] | None:
     return [[t.url, t.at] for t in times] or None
+
+
+def read_chapters(value: Any) -> tuple[Chapter, ...]:
+    """``[[start, title, url], …]`` as stored (NULL or anything else: none)."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(
+        Chapter(int(start), str(title), str(url) if url else None)
+        for start, title, url in (v for v in value if isinstance(v, list) and len(v) == 3)
+    )
+
+
+def write_chapters(chapters: Iterable[Chapter]) -> list[list[Any]] | None:
+    return [[c.start, c.title, c.url] for c in chapters] or None
 
 
 def _stored(
@@ -252,6 +271,7 @@ def _values(write: EpisodeWrite, now: datetime) -> dict[str, Any]:
         "nearby": [clean(title) for title in episode.nearby],
         "pull_requests_named": episode.pull_requests_named,
         "pr_times": write_pr_times(episode.pr_times),
+        "chapters": write_chapters(episode.chapters),
         "content_hash": write.content_hash,
         "raw_hash": episode.raw_hash,
         "updated_at": now,

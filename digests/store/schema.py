@@ -143,6 +143,8 @@ episodes = sa.Table(
     sa.Column("raw_hash", sa.String(32)),
     # Where each PR is first named, from a timed transcript: [[PR URL, seconds], …]; NULL: none.
     sa.Column("pr_times", sa.JSON),
+    # Its chapters: [[start seconds, title, url or null], …]; NULL: none.
+    sa.Column("chapters", sa.JSON),
     sa.UniqueConstraint("show_id", "guid"),
     sa.Index(None, "published_at"),
     # A show's episodes newest first (the poll's candidates, neighbours) stop at the limit.
@@ -283,6 +285,22 @@ episode_transcripts = sa.Table(
     sa.Column("attempts", sa.Integer, nullable=False, server_default="1"),
     sa.Column("fetched_at", UTCDateTime, nullable=False),
     sa.Column("pr_times", sa.JSON),  # [[PR URL, seconds], …] when the transcript is timed
+    sa.CheckConstraint("status IN ('ok', 'failed')", name="status"),
+)
+
+# Chapters documents fetched from episodes' <podcast:chapters> links, once per episode, as
+# transcripts are: ``chapters`` is what was read ([[start, title, url], …]) when ``ok``.
+episode_chapters = sa.Table(
+    "episode_chapters",
+    metadata,
+    sa.Column("show", sa.String(200), primary_key=True),
+    sa.Column("guid_key", sa.String(64), primary_key=True),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("chapters", sa.JSON),
+    sa.Column("error", sa.Text),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("fetched_at", UTCDateTime, nullable=False),
     sa.CheckConstraint("status IN ('ok', 'failed')", name="status"),
 )
 
