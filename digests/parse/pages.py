@@ -80,80 +80,93 @@ class TextPage:
 
 def read_text_layout(text: str) -> TextPage:
     """Parse the two known layouts (blank-line separated, or one line per paragraph)."""
-    page = TextPage()
     lines = [line.strip() for line in text.splitlines()]
     # With blank lines between paragraphs, adjacent lines are one wrapped paragraph;
     # without any, every line is its own paragraph.
-    blank_separated = any(not line for line in _trim(lines))
-    state = "start"
-    desc: list[list[str]] = []
-    body: list[list[str]] = []
-    new_para = True
+    reader = _LayoutReader(blank_separated=any(not line for line in _trim(lines)))
+    for raw in lines:
+        reader.line(raw)
+    return reader.finish()
 
-    def add(target: list[list[str]], line: str) -> None:
-        nonlocal new_para
-        if new_para or not blank_separated or not target:
+
+class _LayoutReader:
+    """The text layout read a line at a time: title, description, meta lines, a nearby
+    list, a transcript; the state says which part a line belongs to."""
+
+    def __init__(self, *, blank_separated: bool) -> None:
+        self.page = TextPage()
+        self.blank_separated = blank_separated
+        self.state = "start"
+        self.desc: list[list[str]] = []
+        self.body: list[list[str]] = []
+        self.new_para = True
+
+    def finish(self) -> TextPage:
+        self.page.description = cap(paragraphs("\n\n".join(" ".join(p) for p in self.desc)))
+        self.page.transcript = cap(paragraphs("\n\n".join(" ".join(p) for p in self.body)))
+        return self.page
+
+    def add(self, line: str) -> None:
+        """Prose of the part being read ("overview" prose and anything after the list are
+        crawler boilerplate, dropped)."""
+        target = {"desc": self.desc, "transcript": self.body}.get(self.state)
+        if target is None:
+            return
+        if self.new_para or not self.blank_separated or not target:
             target.append([line])
         else:
             target[-1].append(line)
-        new_para = False
+        self.new_para = False
 
-    for raw in lines:
+    def line(self, raw: str) -> None:
         if not raw:
-            new_para = True
-            continue
-        if state == "start":
-            page.title = raw[:MAX_TITLE]
-            state = "desc"
-            new_para = True
-            continue
-        if state == "nearby":
-            item = _BULLET.sub("", raw, count=1)
-            if item == raw and page.nearby:
-                # The list ended; what follows is page furniture.
-                state = "end"
-            elif len(page.nearby) < MAX_NEARBY:
-                page.nearby.append(item[:MAX_TITLE])
-            continue
-        if state == "end":
-            continue
-        if len(raw) > _MAX_HEADING:
+            self.new_para = True
+        elif self.state == "start":
+            self.page.title = raw[:MAX_TITLE]
+            self.state = "desc"
+            self.new_para = True
+        elif self.state == "nearby":
+            self.nearby_item(raw)
+        elif self.state == "end":
+            pass
+        elif len(raw) > _MAX_HEADING:
             # Only prose is this long; keeps the heading patterns off megabyte lines.
-            if state == "desc":
-                add(desc, raw)
-            elif state == "transcript":
-                add(body, raw)
-            continue
-        if state != "transcript":
+            self.add(raw)
+        elif not self.heading(raw):
+            self.add(raw)
+
+    def nearby_item(self, raw: str) -> None:
+        item = _BULLET.sub("", raw, count=1)
+        if item == raw and self.page.nearby:
+            self.state = "end"  # the list ended; what follows is page furniture
+        elif len(self.page.nearby) < MAX_NEARBY:
+            self.page.nearby.append(item[:MAX_TITLE])
+
+    def heading(self, raw: str) -> bool:
+        """Whether ``raw`` is a meta line or a heading (and the state it starts taken)."""
+        if self.state != "transcript":
             m = _META.match(_BULLET.sub("", raw, count=1))
             if m:
                 key = _META_FIELD[m.group(1).lower()]
-                page.meta.setdefault(key, m.group(2).strip()[:MAX_TITLE])
-                if state == "desc":
-                    state = "meta"
-                new_para = True
-                continue
+                self.page.meta.setdefault(key, m.group(2).strip()[:MAX_TITLE])
+                if self.state == "desc":
+                    self.state = "meta"
+                self.new_para = True
+                return True
         nearby = _NEARBY.match(raw)
         if nearby:
-            state = "nearby"
-            page.nearby_show = (nearby.group(1) or "").strip()[:MAX_TITLE] or None
-            continue
+            self.state = "nearby"
+            self.page.nearby_show = (nearby.group(1) or "").strip()[:MAX_TITLE] or None
+            return True
         if _TRANSCRIPT.match(raw):
-            state = "transcript"
-            page.has_transcript = True
-            new_para = True
-            continue
-        if state != "transcript" and _OVERVIEW.match(raw):
-            state = "overview"
-            continue
-        if state == "desc":
-            add(desc, raw)
-        elif state == "transcript":
-            add(body, raw)
-        # "overview" prose and anything after the list are crawler boilerplate.
-    page.description = cap(paragraphs("\n\n".join(" ".join(p) for p in desc)))
-    page.transcript = cap(paragraphs("\n\n".join(" ".join(p) for p in body)))
-    return page
+            self.state = "transcript"
+            self.page.has_transcript = True
+            self.new_para = True
+            return True
+        if self.state != "transcript" and _OVERVIEW.match(raw):
+            self.state = "overview"
+            return True
+        return False
 
 
 def _trim(lines: list[str]) -> list[str]:

@@ -6,6 +6,7 @@ Numbers from Slack's Block Kit reference; see /work/shared/slack-notes.md.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 from digests.render.escape import ELLIPSIS, Mrkdwn, truncate
@@ -75,47 +76,66 @@ def _cut(obj: dict[str, Any], limit: int) -> None:
         obj["text"] = truncate(text, limit)
 
 
+def _fit_header(block: Block) -> Block | None:
+    _cut(block["text"], HEADER_TEXT)
+    return block if block["text"]["text"].strip() else None
+
+
+def _fit_section(block: Block) -> Block | None:
+    if "text" in block:
+        _cut(block["text"], SECTION_TEXT)
+        if not block["text"]["text"].strip():
+            del block["text"]
+    if "fields" in block:
+        block["fields"] = block["fields"][:SECTION_FIELDS]
+        for field in block["fields"]:
+            _cut(field, FIELD_TEXT)
+        block["fields"] = [f for f in block["fields"] if f["text"].strip()]
+        if not block["fields"]:
+            del block["fields"]
+    return block if ("text" in block or "fields" in block) else None
+
+
+def _fit_context(block: Block) -> Block | None:
+    elements = block.get("elements", [])[:CONTEXT_ELEMENTS]
+    for element in elements:
+        if element.get("type") in ("mrkdwn", "plain_text"):
+            _cut(element, CONTEXT_TEXT)
+    block["elements"] = [e for e in elements if e.get("text", "x").strip()]
+    return block if block["elements"] else None
+
+
+def _fit_button(element: dict[str, Any]) -> dict[str, Any] | None:
+    _cut(element["text"], BUTTON_TEXT)
+    # A cut value or URL would be garbage to whoever reads it back: drop the button.
+    if len(element.get("value", "")) > BUTTON_VALUE or len(element.get("url", "")) > BUTTON_URL:
+        return None
+    element["action_id"] = element.get("action_id", "")[:ACTION_ID]
+    return element
+
+
+def _fit_actions(block: Block) -> Block | None:
+    kept = []
+    for element in block.get("elements", [])[:ACTIONS_ELEMENTS]:
+        fitted = _fit_button(element) if element.get("type") == "button" else element
+        if fitted is not None:
+            kept.append(fitted)
+    block["elements"] = kept
+    return block if kept else None
+
+
+_FITTERS: dict[str, Callable[[Block], Block | None]] = {
+    "header": _fit_header,
+    "section": _fit_section,
+    "context": _fit_context,
+    "actions": _fit_actions,
+}
+
+
 def _fit_block(block: Block) -> Block | None:
     """The block within its own limits, or None when nothing valid is left of it."""
-    kind = block.get("type")
-    if kind == "header":
-        _cut(block["text"], HEADER_TEXT)
-        return block if block["text"]["text"].strip() else None
-    if kind == "section":
-        if "text" in block:
-            _cut(block["text"], SECTION_TEXT)
-            if not block["text"]["text"].strip():
-                del block["text"]
-        if "fields" in block:
-            block["fields"] = block["fields"][:SECTION_FIELDS]
-            for field in block["fields"]:
-                _cut(field, FIELD_TEXT)
-            block["fields"] = [f for f in block["fields"] if f["text"].strip()]
-            if not block["fields"]:
-                del block["fields"]
-        return block if ("text" in block or "fields" in block) else None
-    if kind == "context":
-        elements = block.get("elements", [])[:CONTEXT_ELEMENTS]
-        for element in elements:
-            if element.get("type") in ("mrkdwn", "plain_text"):
-                _cut(element, CONTEXT_TEXT)
-        block["elements"] = [e for e in elements if e.get("text", "x").strip()]
-        return block if block["elements"] else None
-    if kind == "actions":
-        kept = []
-        for element in block.get("elements", [])[:ACTIONS_ELEMENTS]:
-            if element.get("type") == "button":
-                _cut(element["text"], BUTTON_TEXT)
-                # A cut value would be garbage to whoever reads it back: drop the button.
-                if len(element.get("value", "")) > BUTTON_VALUE:
-                    continue
-                if len(element.get("url", "")) > BUTTON_URL:
-                    continue
-                element["action_id"] = element.get("action_id", "")[:ACTION_ID]
-            kept.append(element)
-        block["elements"] = kept
-        return block if kept else None
-    return block
+    fitter = _FITTERS.get(block.get("type", ""))
+    return fitter(block) if fitter is not None else block
 
 
 def _within_budget(blocks: list[Block], budget: int) -> list[Block]:
