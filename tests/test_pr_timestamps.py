@@ -230,6 +230,8 @@ async def test_chapters_go_in_the_thread_with_the_prs_named_in_each(
         f"<{PR}199720|#199720>, <{PR}199721|#199721>, <{PR}199726|#199726>"
     ) in lines
     assert f"<{AUDIO}#t=95|▶ 1:35> Wrap-up" in lines
+    (chapters,) = [b["text"]["text"] for b in thread["blocks"] if "▶ 0:00" in str(b)]
+    assert [line[:12] for line in chapters.splitlines()] == ["• <" + AUDIO[:9]] * 3
     (episode,) = store.recent(1, ["PyTorch"])
     assert [c.title for c in episode.chapters] == ["Intro", "All-gather layout", "Wrap-up"]
 
