@@ -34,6 +34,7 @@ import httpx
 from bot.catalog import feed_cap, feed_policy
 from bot.delivery import Deliverer, Delivery, DeliveryReport
 from bot.enrichment import start_enrichment
+from bot.follows import deliver_follows, news
 from bot.ingest import FeedRequest, parse_limit, read_feed
 from bot.outbox import Outbox
 from bot.plan import (
@@ -404,8 +405,12 @@ async def run_once(
         enriching = start_enrichment(settings, store, polled, now, github)
         plans, enriched = await within_github_budget(cycle, plans, enriching)
         report = await deliver_cycle(store, deliverer, plans)
-        if enriching is not None and not enriched:
-            await deliver_enriched(cycle, report, await enriching)
+        learnt = None
+        if enriching is not None:
+            learnt = await enriching
+            if not enriched:
+                await deliver_enriched(cycle, report, learnt)
+        await deliver_follows(settings, store, deliverer, news(report.polls, now), learnt)
     finally:
         if book is not None and book.locks is not None:
             with contextlib.suppress(StoreError):  # it drops a connection it cannot unlock

@@ -317,3 +317,26 @@ class StoredChapters:
     chapters: tuple[Chapter, ...] = ()
     error: str | None = None
     attempts: int = 1
+
+
+class FollowKind(StrEnum):
+    """What a person follows: a pull request (by its URL) or words (a filter's terms)."""
+
+    PR = "pr"
+    WORDS = "words"
+
+
+@dataclass(frozen=True)
+class Follow:
+    """One person's follow (``/episodes follow``): they get a direct message when a new
+    episode of a show their workspace follows names it, and, for a PR, when its state
+    becomes merged, closed or reverted. ``target``: the PR's URL, or the filter's terms as
+    text; ``last_state``: the PR's state last told (or known when followed)."""
+
+    id: int
+    team_id: str
+    user_id: str
+    kind: FollowKind
+    target: str
+    created_at: datetime
+    last_state: str | None = None

@@ -18,6 +18,7 @@ from bot.messages.answers import *  # noqa: F403
 from bot.messages.basics import *  # noqa: F403
 from bot.messages.control import *  # noqa: F403
 from bot.messages.errors import *  # noqa: F403
+from bot.messages.follows import *  # noqa: F403
 from bot.messages.home import *  # noqa: F403
 from bot.messages.shows import *  # noqa: F403
 from bot.messages.subscriptions import *  # noqa: F403

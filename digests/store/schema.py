@@ -304,6 +304,23 @@ episode_chapters = sa.Table(
     sa.CheckConstraint("status IN ('ok', 'failed')", name="status"),
 )
 
+# People's follows (/episodes follow): a DM when a new episode names the PR or the words,
+# and when a followed PR's state becomes merged, closed or reverted (``last_state``).
+follows = sa.Table(
+    "follows",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("team_id", sa.String(32), nullable=False),
+    sa.Column("user_id", sa.String(32), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("target", sa.String(600), nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("last_state", sa.String(16)),
+    sa.UniqueConstraint("team_id", "user_id", "kind", "target"),
+    sa.CheckConstraint("kind IN ('pr', 'words')", name="kind"),
+    sa.Index("ix_follows_kind_target", "kind", "target"),
+)
+
 # Signed requests that change something (subscribe, button clicks, events), seen recently:
 # a replay of one within Slack's five minutes, or an event Slack retries, is not run twice.
 seen_requests = sa.Table(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from digests.store.database import Database
-from digests.store.schema import deliveries, subscriptions
+from digests.store.schema import deliveries, follows, subscriptions
 from digests.types import LedgerState
 
 
@@ -44,6 +44,8 @@ class TeamsMixin:
             ).rowcount
             done = conn.execute(sa.delete(deliveries).where(mine, posted)).rowcount
             rest = conn.execute(sa.delete(deliveries).where(mine)).rowcount
+            # Follows name users: they go with the workspace too.
+            conn.execute(sa.delete(follows).where(follows.c.team_id == team_id))
         return Forgotten(int(subs), int(rest), int(done))
 
     def resume_team(self, team_id: str, reason: str) -> int:

@@ -1,0 +1,173 @@
+"""Follows in the pipeline: after a cycle has delivered, a direct message to each person
+whose follow a new episode hits, and to each whose followed PR GitHub now says is merged,
+closed or reverted. Decided by ``digests.follows``; each DM goes through the delivery
+ledger under a key naming the follow and the episode (or the state), so it is sent once
+whichever process or retry gets there, and paced like any post."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from bot import messages as msg
+from bot.catalog import all_shows
+from bot.delivery import Deliverer, Delivery
+from config.settings import Settings
+from digests.follows import EpisodeHit, StateHit, episode_hits, state_hits
+from digests.github.enrich import EnrichReport
+from digests.models import Episode
+from digests.pulls import PrRules, shown_state
+from digests.render import blocks, limits
+from digests.render.escape import Mrkdwn, link, mrkdwn, oneline, truncate
+from digests.render.prs import pr_repo
+from digests.store import Store
+from digests.store.follows import FollowStore
+from digests.store.pr_details import PrDetailsStore
+from digests.types import Follow, FollowKind, PrKey
+
+if TYPE_CHECKING:
+    from bot.pipeline import PollResult
+
+log = logging.getLogger(__name__)
+
+__all__ = ["deliver_follows", "episode_dms", "news", "pr_url", "state_dms"]
+
+# A poll adding more than this many episodes is reading an archive, not news.
+NEWS_PER_POLL = 25
+NEWS_WINDOW = timedelta(days=7)
+
+
+def pr_url(repo: str, number: int) -> str:
+    return f"https://github.com/{repo}/pull/{number}"
+
+
+def _pr_label(url: str) -> str:
+    repo = pr_repo(url) or ""
+    return f"{repo}#{url.rsplit('/', 1)[-1]}" if repo else url
+
+
+def _unfollow_arg(follow: Follow) -> str:
+    return _pr_label(follow.target) if follow.kind is FollowKind.PR else follow.target
+
+
+def _what(follow: Follow) -> Mrkdwn:
+    if follow.kind is FollowKind.PR:
+        return link(follow.target, _pr_label(follow.target))
+    return Mrkdwn("“{}”").format(follow.target)
+
+
+def _message(text: Mrkdwn, follow: Follow) -> dict[str, Any]:
+    why = Mrkdwn(msg.FOLLOW_DM_WHY).format(what=_what(follow), arg=_unfollow_arg(follow))
+    body = Mrkdwn(f"{text}\n{why}")
+    return dict(limits.fit({"text": str(text), "blocks": [blocks.section(body)]}))
+
+
+def episode_message(hit: EpisodeHit) -> dict[str, Any]:
+    e = hit.episode
+    episode = link(e.url, truncate(oneline(e.headline), 150))
+    if hit.pr is not None:
+        text = Mrkdwn(msg.FOLLOW_DM_PR).format(
+            pr=link(hit.pr.url, _pr_label(hit.pr.url)), show=e.show, episode=episode
+        )
+        if hit.pr.context:
+            quote = Mrkdwn(truncate(mrkdwn(oneline(hit.pr.context)), 600))
+            text = Mrkdwn(f"{text}\n> {quote}")
+    else:
+        text = Mrkdwn(msg.FOLLOW_DM_WORDS).format(
+            show=e.show, words=Mrkdwn("“{}”").format(hit.follow.target), episode=episode
+        )
+    return _message(text, hit.follow)
+
+
+def state_message(hit: StateHit, title: str) -> dict[str, Any]:
+    text = Mrkdwn(msg.FOLLOW_DM_STATE).format(
+        pr=link(hit.follow.target, _pr_label(hit.follow.target)),
+        state=hit.state,
+        title=Mrkdwn(": *{}*").format(oneline(title)) if title else Mrkdwn(""),
+    )
+    return _message(text, hit.follow)
+
+
+def _dm(follow: Follow, key: str, message: dict[str, Any]) -> Delivery:
+    # Posting to a user id opens the bot's DM with them.
+    return Delivery(follow.team_id, follow.user_id, "notice", key, message)
+
+
+def news(polls: Sequence[PollResult], now: datetime) -> list[Episode]:
+    """The episodes of a cycle that are news to a follower: added by a poll that read a few
+    new items (not a show's first read of its archive) and published this past week."""
+    since = now - NEWS_WINDOW
+    return [
+        e
+        for p in polls
+        if len(p.added) <= NEWS_PER_POLL
+        for e in p.added
+        if e.published_at >= since
+    ]
+
+
+def episode_dms(store: Store, episodes: Sequence[Episode]) -> list[Delivery]:
+    """The DMs the new ``episodes`` owe to the follows they hit."""
+    follows = FollowStore(store)
+    urls = {pr.url for e in episodes for pr in e.pull_requests}
+    candidates = [*follows.for_prs(urls), *follows.of_words()]
+    if not candidates:
+        return []
+    followed = {(s.team_id, s.show) for s in store.subscriptions()}
+    hits = episode_hits(episodes, candidates, lambda team, show: (team, show) in followed)
+    return [_dm(h.follow, h.key, episode_message(h)) for h in hits]
+
+
+def state_dms(
+    settings: Settings, store: Store, changed: frozenset[PrKey]
+) -> tuple[list[Delivery], list[tuple[int, str]]]:
+    """The DMs PR state changes owe to the follows of those PRs, and the states to record."""
+    if not changed:
+        return [], []
+    follows = FollowStore(store).for_prs(pr_url(repo, n) for repo, n in changed)
+    if not follows:
+        return [], []
+    details = PrDetailsStore(store).get(list(changed))
+    rules = _rules_by_repo(settings, store)
+    states: dict[str, str | None] = {}
+    titles: dict[str, str] = {}
+    for (repo, number), d in details.items():
+        url = pr_url(repo, number)
+        states[url] = shown_state(d, rules.get(repo.casefold(), PrRules()))
+        titles[url] = d.title
+    hits = state_hits(follows, states)
+    dms = [_dm(h.follow, h.key, state_message(h, titles.get(h.follow.target, ""))) for h in hits]
+    return dms, [(h.follow.id, h.state) for h in hits]
+
+
+def _rules_by_repo(settings: Settings, store: Store) -> dict[str, PrRules]:
+    return {s.repo.casefold(): s.pr_rules() for s in all_shows(settings, store)}
+
+
+async def deliver_follows(
+    settings: Settings,
+    store: Store,
+    deliverer: Deliverer,
+    added: Sequence[Episode],
+    enriched: EnrichReport | None,
+) -> None:
+    """After a cycle's delivery: the follow DMs its new episodes and PR changes owe. A
+    failure here is logged and never costs the cycle; the ledger keeps each DM once."""
+    try:
+        dms = await asyncio.to_thread(episode_dms, store, added) if added else []
+        told: list[tuple[int, str]] = []
+        if enriched is not None and enriched.changed:
+            more, told = await asyncio.to_thread(state_dms, settings, store, enriched.changed)
+            dms += more
+        if not dms:
+            return
+        report = await deliverer.deliver(dms)
+        failed = set(report.failed)
+        done = [t for t, dm in zip(told, dms[len(dms) - len(told) :], strict=True)
+                if dm.ident not in failed]  # fmt: skip
+        await asyncio.to_thread(FollowStore(store).set_states, done)
+    except Exception:
+        log.exception("follow messages failed")
