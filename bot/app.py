@@ -15,7 +15,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import home, interactivity, unfurl
+from bot import follows, home, interactivity, unfurl
 from bot.commands.base import Deps
 from bot.commands.cache import DEFAULT_TTL, TtlCache
 from bot.commands.explain import permalinks
@@ -107,6 +107,7 @@ def build_app(
     interactivity.register(app, deps)
     home.register(app, deps)
     unfurl.register(app, deps)
+    follows.register(app, deps)
     return app
 
 

@@ -16,7 +16,7 @@ from bot import messages as msg
 from bot.catalog import all_shows
 from bot.delivery import Deliverer, Delivery
 from config.settings import Settings
-from digests.follows import EpisodeHit, StateHit, episode_hits, state_hits
+from digests.follows import EpisodeHit, StateHit, episode_hits, pr_url, state_hits
 from digests.github.enrich import EnrichReport
 from digests.models import Episode
 from digests.pulls import PrRules, shown_state
@@ -29,19 +29,18 @@ from digests.store.pr_details import PrDetailsStore
 from digests.types import Follow, FollowKind, PrKey
 
 if TYPE_CHECKING:
+    from slack_bolt.async_app import AsyncApp, AsyncBoltContext
+
+    from bot.commands.base import Deps
     from bot.pipeline import PollResult
 
 log = logging.getLogger(__name__)
 
-__all__ = ["deliver_follows", "episode_dms", "news", "pr_url", "state_dms"]
+__all__ = ["deliver_follows", "episode_dms", "news", "register", "state_dms"]
 
 # A poll adding more than this many episodes is reading an archive, not news.
 NEWS_PER_POLL = 25
 NEWS_WINDOW = timedelta(days=7)
-
-
-def pr_url(repo: str, number: int) -> str:
-    return f"https://github.com/{repo}/pull/{number}"
 
 
 def _pr_label(url: str) -> str:
@@ -56,7 +55,7 @@ def _unfollow_arg(follow: Follow) -> str:
 def _what(follow: Follow) -> Mrkdwn:
     if follow.kind is FollowKind.PR:
         return link(follow.target, _pr_label(follow.target))
-    return Mrkdwn("“{}”").format(follow.target)
+    return Mrkdwn("`{}`").format(follow.target.replace("`", "'"))
 
 
 def _message(text: Mrkdwn, follow: Follow) -> dict[str, Any]:
@@ -77,7 +76,7 @@ def episode_message(hit: EpisodeHit) -> dict[str, Any]:
             text = Mrkdwn(f"{text}\n> {quote}")
     else:
         text = Mrkdwn(msg.FOLLOW_DM_WORDS).format(
-            show=e.show, words=Mrkdwn("“{}”").format(hit.follow.target), episode=episode
+            show=e.show, words=_what(hit.follow), episode=episode
         )
     return _message(text, hit.follow)
 
@@ -171,3 +170,21 @@ async def deliver_follows(
         await asyncio.to_thread(FollowStore(store).set_states, done)
     except Exception:
         log.exception("follow messages failed")
+
+
+def register(app: AsyncApp, deps: Deps) -> None:
+    """A person Slack deactivates (``user_change`` with ``deleted``) loses their follows:
+    nobody is left to read the messages, and the rows name them."""
+
+    async def forget(event: dict[str, Any], context: AsyncBoltContext) -> None:
+        user = event.get("user")
+        if not isinstance(user, dict) or user.get("deleted") is not True:
+            return
+        team = str(user.get("team_id") or context.team_id or "")
+        user_id = str(user.get("id") or "")
+        if team and user_id:
+            gone = await asyncio.to_thread(FollowStore(deps.store).forget_user, team, user_id)
+            if gone:
+                log.info("%s was deactivated: %d follows removed", user_id, gone)
+
+    app.event("user_change")(forget)

@@ -15,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import messages as msg
 from bot.commands.base import Deps
 from bot.commands.episodes import spans_shows
+from bot.commands.follows import describe
 from bot.commands.replies import Block, divider, section
 from bot.commands.replies import context as context_block
 from bot.commands.subscriptions import subscription_line
@@ -22,12 +23,14 @@ from bot.enrichment import attach_details
 from config.settings import CHANNEL_ID_PATTERN
 from digests.models import Episode
 from digests.render import blocks, escape, limits
-from digests.types import Subscription
+from digests.store.follows import FollowStore
+from digests.types import Follow, Subscription
 
 log = logging.getLogger(__name__)
 
 HOME_EPISODES = 10
 HOME_SUBSCRIPTIONS = 60
+HOME_FOLLOWS = 50
 _CHANNEL_RE = re.compile(CHANNEL_ID_PATTERN)
 
 
@@ -37,10 +40,15 @@ def _channel(channel_id: str) -> str:
 
 
 def home_view(
-    episodes: Sequence[Episode], subscriptions: Sequence[Subscription], deps: Deps
+    episodes: Sequence[Episode],
+    subscriptions: Sequence[Subscription],
+    deps: Deps,
+    follows: Sequence[Follow] = (),
 ) -> dict[str, Any]:
-    """The Home tab. Pure: the caller fetched ``episodes`` and ``subscriptions``."""
+    """The Home tab. Pure: the caller fetched ``episodes``, ``subscriptions`` and the viewer's
+    ``follows``."""
     out: list[Block] = [blocks.header(msg.HOME_TITLE), context_block(msg.HOME_HINT), divider()]
+    out += _following(follows)
     out.append(section(f"*{msg.HOME_LATEST}*"))
     if episodes:
         newest = episodes[:HOME_EPISODES]
@@ -72,10 +80,23 @@ def home_view(
     return {"type": "home", "blocks": fitted["blocks"]}
 
 
-def load_home(deps: Deps, team_id: str) -> dict[str, Any]:
+def _following(follows: Sequence[Follow]) -> list[Block]:
+    """What the viewer follows by DM (``/episodes follow``), when anything."""
+    if not follows:
+        return []
+    lines = "\n".join(f"• {describe(f.kind, f.target)}" for f in follows[:HOME_FOLLOWS])
+    more = len(follows) - HOME_FOLLOWS
+    out = [section(f"*{msg.HOME_FOLLOWING}*\n{lines}")]
+    if more > 0:
+        out.append(context_block(msg.HOME_MORE.format(count=more)))
+    return [*out, divider()]
+
+
+def load_home(deps: Deps, team_id: str, user_id: str = "") -> dict[str, Any]:
     episodes = attach_details(deps.settings, deps.store, deps.store.recent(HOME_EPISODES))
     subscriptions = deps.store.subscriptions(team_id=team_id) if team_id else []
-    return home_view(episodes, subscriptions, deps)
+    follows = FollowStore(deps.store).of_user(team_id, user_id) if team_id and user_id else []
+    return home_view(episodes, subscriptions, deps, follows)
 
 
 async def _ack(ack: AsyncAck) -> None:
@@ -92,7 +113,7 @@ def register(app: AsyncApp, deps: Deps) -> None:
         if not user:
             return
         try:
-            view = await asyncio.to_thread(load_home, deps, context.team_id or "")
+            view = await asyncio.to_thread(load_home, deps, context.team_id or "", user)
             await client.views_publish(user_id=user, view=view)
         except (SlackApiError, SlackClientError) as exc:
             log.warning("views.publish for %s failed: %s", user, exc)

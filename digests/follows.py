@@ -18,7 +18,15 @@ from digests.filters import Filter, FilterSyntaxError
 from digests.models import Episode, PullRequestRef, guid_key
 from digests.types import Follow, FollowKind
 
-__all__ = ["FINAL_STATES", "EpisodeHit", "StateHit", "episode_hits", "state_hits", "words_filter"]
+__all__ = [
+    "FINAL_STATES",
+    "EpisodeHit",
+    "StateHit",
+    "episode_hits",
+    "pr_url",
+    "state_hits",
+    "words_filter",
+]
 
 FINAL_STATES = frozenset({"merged", "closed", "reverted"})
 
@@ -47,6 +55,11 @@ class StateHit:
     @property
     def key(self) -> str:
         return f"follow:{self.follow.id}:state:{self.state}"
+
+
+def pr_url(repo: str, number: int) -> str:
+    """A PR's URL, as follows and ``PullRequestRef.url`` name it."""
+    return f"https://github.com/{repo}/pull/{number}"
 
 
 def words_filter(follow: Follow) -> Filter | None:

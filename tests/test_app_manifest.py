@@ -30,6 +30,7 @@ def test_command_scopes_events_interactivity_home_socket_mode() -> None:
     assert set(settings["event_subscriptions"]["bot_events"]) == {
         "app_home_opened",
         "link_shared",
+        "user_change",  # a deactivated person's follows are forgotten
     }
     assert settings["interactivity"]["is_enabled"] is True
     assert settings["socket_mode_enabled"] is True

@@ -4,6 +4,7 @@ fake (and the GitHub fake changing a PR's state between refreshes)."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import httpx
@@ -18,6 +19,9 @@ from digests.store import Store
 from digests.store.follows import Added, FollowStore
 from digests.types import Follow, FollowKind
 from tests.feedserver import FeedServer
+from tests.fixtures.app import TEAM as TEAM_APP
+from tests.fixtures.app import USER, RunningApp, assert_valid_view, wait_for
+from tests.fixtures.control import START, Rig
 from tests.fixtures.delivery import rss, rss_item
 from tests.githubfake import GitHubFake
 from tests.slackfake import SlackFake
@@ -133,7 +137,7 @@ async def test_a_followed_pr_named_in_a_new_episode_is_told_once_by_dm(
     (ada,) = dms(slack_fake, ADA)
     assert "pytorch/pytorch#199605" in ada and "PyTorch" in ada
     (grace,) = dms(slack_fake, GRACE)
-    assert "“briefing”" in grace
+    assert "`briefing`" in grace
     assert slack_fake.messages("U0OTHER") == []  # that workspace follows no PyTorch
     # The next poll, and the next episode that does not name it: nothing more for Ada.
     feed_server.route("/feed.xml", rss(rss_item(6, prs="Nothing named today."), rss_item(5)))
@@ -169,3 +173,58 @@ async def test_a_followed_pr_that_merges_is_told_once(
         )
     told = dms(slack_fake, ADA)
     assert len(told) == 2 and "was *merged*: *Fix the all-gather*" in told[1]
+
+
+async def test_follow_unfollow_and_following_through_signed_commands(rig: Rig) -> None:
+    assert rig.slash("subscribe PyTorch")
+    (added,) = rig.slash("follow 199602")
+    link = "<https://github.com/pytorch/pytorch/pull/199602|pytorch/pytorch#199602>"
+    assert f"Following {link}" in added
+    assert "merged, closed or reverted" in added
+    assert "Following `fsdp`" in rig.slash("follow fsdp")[0]
+    assert 'Following `"flex attention"`' in rig.slash('follow "flex attention"')[0]
+    assert "already follow" in rig.slash("follow #199602")[0]
+    listed = rig.slash("following")
+    assert listed[0].startswith("*You follow*") and listed[1].count("•") == 3
+    # Refused, with the usage: nothing to follow, and a show's name (that is `subscribe`).
+    assert "Follow what?" in rig.slash("follow")[0]
+    refused = rig.slash("follow PyTorch")
+    assert "PyTorch is a show" in refused[0]
+    assert any(r.startswith("Usage: `/episodes follow &lt;PR | words&gt;`") for r in refused)
+
+    rig.serve(2, 1)  # day 2 names 199602 and 199702
+    await rig.poll(START + timedelta(hours=1))
+    (dm,) = [m["text"] for m in rig.fake.messages(USER)]
+    assert "pytorch/pytorch#199602" in dm and "Daily Briefing 2" in dm
+    await rig.poll(START + timedelta(hours=2))
+    assert len(rig.fake.messages(USER)) == 1
+
+    assert "no longer follow" in rig.slash("unfollow 199602")[0]
+    gone = rig.slash("unfollow 199602")
+    assert "do not follow" in gone[0] and gone[1].count("•") == 2
+    assert FollowStore(rig.store).of_user(rig.settings.team_id or "", USER)[0].target == "fsdp"
+
+
+def test_app_home_lists_what_the_viewer_follows(slack_app: RunningApp) -> None:
+    assert slack_app.sender.slash("follow fsdp").status_code == 200
+    slack_app.store.subscribe(TEAM_APP, "C0OTHER001", "PyTorch")
+    FollowStore(slack_app.store).add(TEAM_APP, "U0SOMEONE", FollowKind.WORDS, "rocm", NOW)
+    slack_app.sender.event({"type": "app_home_opened", "user": USER, "tab": "home"})
+    view = wait_for(lambda: slack_app.fake.home_view(USER))
+    assert_valid_view(view)
+    text = json.dumps(view["blocks"], ensure_ascii=False)
+    assert "*Following (a direct message to you when a new episode names one)*" in text
+    assert "`fsdp`" in text and "rocm" not in text  # someone else's follow stays theirs
+
+
+def test_a_deactivated_user_loses_their_follows(slack_app: RunningApp) -> None:
+    assert slack_app.sender.slash("follow fsdp").status_code == 200
+    follows = FollowStore(slack_app.store)
+    follows.add(TEAM_APP, "U0STAYS", FollowKind.WORDS, "rocm", NOW)
+    active = {"id": USER, "team_id": TEAM_APP, "deleted": False}
+    slack_app.sender.event({"type": "user_change", "user": active})
+    slack_app.settle()
+    assert len(follows.of_user(TEAM_APP, USER)) == 1
+    slack_app.sender.event({"type": "user_change", "user": {**active, "deleted": True}})
+    wait_for(lambda: follows.of_user(TEAM_APP, USER) == [] or None)
+    assert [f.user_id for f in follows.of_words()] == ["U0STAYS"]

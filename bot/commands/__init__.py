@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from bot.commands import control, episodes, explain, subscriptions, week
+from bot.commands import control, episodes, explain, follows, subscriptions, week
 from bot.commands.base import Deps, Invocation
+from bot.commands.model import ListFollows, StartFollow, StopFollow
 from bot.commands.parse import (
     SHAREABLE,
     Command,
@@ -96,6 +97,12 @@ def run_command(command: Command, deps: Deps, invocation: Invocation) -> Message
             return explain.why(command, deps, invocation)
         case Resume():
             return control.resume(command, deps, invocation)
+        case StartFollow():
+            return follows.follow(command, deps, invocation)
+        case StopFollow():
+            return follows.unfollow(command, deps, invocation)
+        case ListFollows():
+            return follows.following(command, deps, invocation)
     raise AssertionError(f"unhandled command {command!r}")
 
 

@@ -203,6 +203,31 @@ class Resume:
         return (self.show, *self.also) if self.show else ()
 
 
+@dataclass(frozen=True)
+class FollowTarget:
+    """What a person follows: a PR (``number``, and ``repo`` when the command named it) or
+    words (``terms``, in the filter syntax)."""
+
+    number: int | None = None
+    repo: str | None = None
+    terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StartFollow:
+    target: FollowTarget
+
+
+@dataclass(frozen=True)
+class StopFollow:
+    target: FollowTarget
+
+
+@dataclass(frozen=True)
+class ListFollows:
+    pass
+
+
 Command = (
     Recent
     | Latest
@@ -222,6 +247,9 @@ Command = (
     | Pause
     | Resume
     | Explain
+    | StartFollow
+    | StopFollow
+    | ListFollows
 )
 
 # Questions about the archive alone: the same answer in every channel (so one cache entry

@@ -31,8 +31,10 @@ from bot.commands.model import (
     Command,
     CommandError,
     Explain,
+    FollowTarget,
     Help,
     Latest,
+    ListFollows,
     ListSubscriptions,
     NearbyDate,
     NearbyPr,
@@ -44,7 +46,9 @@ from bot.commands.model import (
     Recent,
     Resume,
     Search,
+    StartFollow,
     Status,
+    StopFollow,
     Subscribe,
     Unsubscribe,
     Week,
@@ -54,7 +58,7 @@ from bot.commands.model import quote_value as _quote
 from bot.commands.names import QUOTES, Arg, close_show, fold, match_show, unquote_words
 from bot.commands.subscribe_parse import parse_subscribe, parse_unsubscribe
 from digests.daily import DEFAULT_TIME
-from digests.filters import Filter
+from digests.filters import Filter, FilterSyntaxError
 from digests.render.escape import unescape
 
 __all__ = [
@@ -134,6 +138,32 @@ def parse_pr(value: str, subcommand: str) -> int:
     if len(digits) > 10 or int(digits) > MAX_PR:
         raise CommandError(msg.PR_RANGE.format(value=_quote(value)), subcommand)
     return int(digits)
+
+
+_REPO_PR_RE = re.compile(r"^([\w.-]+/[\w.-]+)#(\d+)$")
+
+
+def parse_follow_target(head: str, args: list[str], shows: Sequence[str]) -> FollowTarget:
+    """``follow``/``unfollow``'s target: a PR (``199720``, ``#199720``, ``owner/repo#199720``
+    or its link) or words in the filter syntax (``fsdp``, ``"flex attention"``)."""
+    if not args:
+        raise CommandError(msg.FOLLOW_NEED, head)
+    if len(args) == 1:
+        one = args[0]
+        if (named := _REPO_PR_RE.match(one)) is not None:
+            return FollowTarget(parse_pr(named.group(2), head), named.group(1))
+        if _PR_RE.match(one) or _NEGATIVE_PR_RE.match(one) or pr_link_repo(one):
+            return FollowTarget(parse_pr(one, head), pr_link_repo(one))
+        if (show := match_show(one, shows)) is not None:
+            word = one.strip('"“”')
+            raise CommandError(msg.FOLLOW_IS_A_SHOW.format(show=show, word=word), head)
+    try:
+        wanted = Filter.parse(" ".join(args))
+    except FilterSyntaxError as exc:
+        raise CommandError(msg.FILTER_OPEN_QUOTE, head) from exc
+    if wanted.empty:
+        raise CommandError(msg.FOLLOW_NEED, head)
+    return FollowTarget(terms=wanted.terms())
 
 
 def episode_link(text: str) -> str | None:
@@ -315,10 +345,15 @@ def parse_command(
         return _parse_recent([words[0]])
     if words[0].startswith("#") and not args:
         return Pr(parse_pr(words[0], "pr"))
-    if head in ("subscribe", "follow"):
+    if head == "subscribe":
         return parse_subscribe(args, shows, daily_at)
-    if head in ("unsubscribe", "unfollow"):
+    if head == "unsubscribe":
         return parse_unsubscribe(args, shows)
+    if head in ("follow", "unfollow"):
+        target = parse_follow_target(head, args, shows)
+        return StartFollow(target) if head == "follow" else StopFollow(target)
+    if head == "following":
+        return _no_args("following", args, ListFollows())
     if head in ("list", "subscriptions"):
         return _no_args("list", args, ListSubscriptions())
     if head == "status":

@@ -9,6 +9,7 @@ SHARE_GONE = "That reply cannot be shared any more; run the command again."
 HOME_TITLE = "digestbot"
 HOME_LATEST = "Latest episodes"
 HOME_SUBSCRIPTIONS = "Subscriptions in this workspace"
+HOME_FOLLOWING = "Following (a direct message to you when a new episode names one)"
 HOME_NO_SUBSCRIPTIONS = f"No channel follows a show yet. Type `{COMMAND} subscribe` in one."
 HOME_MORE = "…and {count} more."
 HOME_HINT = (

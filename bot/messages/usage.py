@@ -39,6 +39,12 @@ USAGE: dict[str, str] = {
     f"`{COMMAND} add-show https://feeds.example.com/jax.xml google/jax`",
     "remove-show": f"`{COMMAND} remove-show <name>` — remove a show added here with add-show "
     "(its channels here are unsubscribed)",
+    "follow": f"`{COMMAND} follow <PR | words>` — a direct message to you when a new episode "
+    "names that PR (`199720`, `pytorch/pytorch#199720` or its link; also when it is merged, "
+    'closed or reverted) or those words (`fsdp`, `"flex attention"`: the filter syntax); '
+    f"`{COMMAND} following` lists them, `{COMMAND} unfollow <PR | words>` stops one",
+    "unfollow": f"`{COMMAND} unfollow <PR | words>` — stop a follow (as `following` lists it)",
+    "following": f"`{COMMAND} following` — what you follow",
     "help": f"`{COMMAND} help` — this message",
 }
 # The first line of help: how to start.
@@ -52,7 +58,8 @@ USAGE_SHORT = (
     " | pr [show] <n | link> | search [show] <words> | week [show] [week | date]"
     " | subscribe [show] [filter…] | unsubscribe [show]"
     " | list | status | preview [show] [filter…] | pause [show] [for 3d | until mon]"
-    " | resume [show] [--catch-up] | why <episode> | help]`"
+    " | resume [show] [--catch-up] | why <episode> | follow <PR | words> | following"
+    " | unfollow <PR | words> | help]`"
 )
 
 HELP_TITLE = "digestbot — developer-briefing podcasts in Slack"
@@ -70,6 +77,7 @@ HELP_EXAMPLES = (
     f"`{COMMAND} pause for 3d`",
     f"`{COMMAND} resume --catch-up`",
     f"`{COMMAND} why #199720`",
+    f"`{COMMAND} follow 199720`",
 )
 USAGE_LABEL = "Usage: {usage}"
 EXAMPLES_LABEL = "Examples: {examples}"
