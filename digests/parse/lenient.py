@@ -1,0 +1,268 @@
+"""A feed that is not well-formed XML, repaired the way feedparser and podcast apps read it.
+
+``repair(data)`` rewrites the document's text so the one strict reader (``feeds.read_feed``)
+reads it: every rule of that reader, and its safety settings, apply unchanged. Repairing
+the text rather than falling back to a liberal parser keeps one set of reading rules for
+every feed, costs one linear pass (regular expressions with no backtracking across the
+document, ``str.find`` scans), and never builds a second kind of tree.
+
+What is repaired, each noted in ``Repaired.notes`` (what the show's status says):
+
+- bytes invalid in the declared encoding (UTF-8 unless declared): read as Windows-1252;
+- anything before the XML declaration (or the first ``<``): skipped;
+- a ``<!DOCTYPE …>``: dropped, never processed — no DTD is loaded, no entity it declares
+  is expanded (the XXE and entity-bomb documents read their references as text); the HTML
+  entities Netscape's RSS 0.91 DTD declares are read as HTML's;
+- HTML named entities (``&nbsp;``, ``&rsquo;``): the characters they name; an unknown one,
+  and a bare ``&``, read as text;
+- prefixes used without their ``xmlns`` declaration: the well-known ones bound to their
+  namespaces, any other to a placeholder so the element still reads.
+
+A document cut off is not repaired here: ``feeds.read_feed`` keeps the items that ended
+before the cut (``truncated``).
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+from html.entities import html5
+
+__all__ = ["KNOWN_PREFIXES", "Repaired", "has_html_entities", "repair", "truncated"]
+
+# The namespaces feeds use by prefix without declaring them (the prefixes as podcast apps
+# and feedparser bind them).
+KNOWN_PREFIXES = {
+    "itunes": "http://www.itunes.com/dtds/podcast-1.0.dtd",
+    "podcast": "https://podcastindex.org/namespace/1.0",
+    "content": "http://purl.org/rss/1.0/modules/content/",
+    "media": "http://search.yahoo.com/mrss/",
+    "googleplay": "http://www.google.com/schemas/play-podcasts/1.0",
+    "atom": "http://www.w3.org/2005/Atom",
+    "dc": "http://purl.org/dc/elements/1.1/",
+    "dcterms": "http://purl.org/dc/terms/",
+    "psc": "http://podlove.org/simple-chapters",
+    "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+    "sy": "http://purl.org/rss/1.0/modules/syndication/",
+    "slash": "http://purl.org/rss/1.0/modules/slash/",
+    "wfw": "http://wellformedweb.org/CommentAPI/",
+    "fh": "http://purl.org/syndication/history/1.0",
+    "spotify": "http://www.spotify.com/ns/rss",
+    "rawvoice": "http://www.rawvoice.com/rawvoiceRssModule/",
+    "feedburner": "http://rssnamespace.org/feedburner/ext/1.0",
+}
+_UNKNOWN_PREFIX = "urn:x-digestbot:undeclared:"
+
+_XML_PREDEFINED = frozenset({"amp", "lt", "gt", "quot", "apos"})
+# "&" then (optionally) a reference: numeric, or a name ended by ";". Bounded repeats, so
+# each match is constant work.
+_AMP = re.compile(r"&(?:(#[0-9]{1,8};|#[xX][0-9a-fA-F]{1,8};)|([A-Za-z][A-Za-z0-9]{0,40});)?")
+_NAMED_REF = re.compile(rb"&([A-Za-z][A-Za-z0-9]{0,40});")
+_XML_DECL = re.compile(r"<\?xml[^>]{0,400}\?>")
+_XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]{0,400}encoding\s*=\s*["']([A-Za-z0-9_.:-]{1,40})""")
+# A prefix in a tag name, or in an attribute name.
+_PREFIX_USE = re.compile(
+    r"</?([A-Za-z_][\w.-]{0,40}):[A-Za-z_]|\s([A-Za-z_][\w.-]{0,40}):[\w.-]{1,80}\s*="
+)
+_PREFIX_DECL = re.compile(r"""xmlns:([A-Za-z_][\w.-]{0,40})\s*=""")
+_START_TAG = re.compile(r"<([A-Za-z_][\w.:-]{0,100})")
+# Characters XML 1.0 does not allow (surrogates left by the decode are mapped before).
+_NOT_XML_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# A byte UTF-8 could not decode (surrogateescape: U+DC80..U+DCFF) → its Windows-1252
+# character; the five bytes Windows-1252 leaves undefined are U+FFFD.
+_CP1252 = {
+    0xDC00 + b: bytes([b]).decode("cp1252", "strict") if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)
+    else "\ufffd"
+    for b in range(0x80, 0x100)
+}  # fmt: skip
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+_ROOT_END = re.compile(rb"</(?:[\w.-]{1,40}:)?(?:rss|feed|rdf|RDF)\s*>")
+
+
+@dataclass(frozen=True)
+class Repaired:
+    """The repaired document (UTF-8, declared so) and what was wrong with it."""
+
+    data: bytes
+    notes: tuple[str, ...]
+
+
+class _Notes(dict[str, None]):
+    """What was repaired, in order, each once; a few dozen at most (a hostile document
+    can hold a million different unknown entities)."""
+
+    def append(self, note: str) -> None:
+        if len(self) < 24:
+            self[note] = None
+
+
+def has_html_entities(data: bytes) -> bool:
+    """Whether ``data`` refers to an HTML entity XML does not predefine (``&eacute;``): a
+    document with a DOCTYPE reads those as unexpanded references, not as errors."""
+    return any(m.group(1).decode("ascii") not in _XML_PREDEFINED for m in _NAMED_REF.finditer(data))
+
+
+def repair(data: bytes) -> Repaired:
+    notes = _Notes()
+    text = _decode(data, notes)
+    text = _skip_prolog_junk(text, notes)
+    text = _drop_doctype(text, notes)
+    text = _references(text, notes)
+    text = _declare_prefixes(text, notes)
+    if _NOT_XML_CHAR.search(text):
+        notes.append("control characters")
+        text = _NOT_XML_CHAR.sub("\ufffd", text)
+    return Repaired(text.encode("utf-8"), tuple(notes))
+
+
+def truncated(data: bytes) -> bool:
+    """Whether the document stops before its root element ends: cut off (junk after a
+    complete document is not a cut, and still refused)."""
+    return _ROOT_END.search(data) is None
+
+
+def _decode(data: bytes, notes: _Notes) -> str:
+    encoding = "utf-8"
+    for bom, name in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
+                      (codecs.BOM_UTF16_BE, "utf-16")):  # fmt: skip
+        if data.startswith(bom):
+            encoding = name
+            break
+    else:
+        m = _XML_ENCODING.match(data[:512])
+        if m:
+            encoding = m.group(1).decode("ascii")
+    try:
+        codec = codecs.lookup(encoding).name
+    except LookupError:
+        codec = "utf-8"
+    if codec != "utf-8" and codec != "utf-8-sig":
+        try:
+            return data.decode(codec).lstrip("\ufeff")
+        except UnicodeDecodeError:
+            notes.append(f"bytes invalid in {encoding}, read as Windows-1252")
+            return data.decode("cp1252", "replace")
+    text = data.decode("utf-8", "surrogateescape").lstrip("\ufeff")
+    if _ESCAPED_BYTE.search(text):
+        notes.append("bytes invalid in UTF-8, read as Windows-1252")
+        text = text.translate(_CP1252)
+    return text
+
+
+def _skip_prolog_junk(text: str, notes: _Notes) -> str:
+    start = text.find("<?xml")
+    if start < 0 or text[:start].strip("\ufeff \t\r\n").find("<") >= 0:
+        start = text.find("<")
+    if start > 0:
+        if text[:start].strip():
+            notes.append("text before the XML declaration")
+        text = text[start:]
+    m = _XML_DECL.match(text)
+    if m:
+        # The text is UTF-8 now, whatever the document declared.
+        text = '<?xml version="1.0" encoding="UTF-8"?>' + text[m.end() :]
+    return text
+
+
+def _drop_doctype(text: str, notes: _Notes) -> str:
+    """The document without its DOCTYPE (and internal subset): nothing in it is read."""
+    i = 0
+    while True:
+        i = text.find("<!", i)
+        if i < 0 or text.startswith("<!DOCTYPE", i) or text.startswith("<!doctype", i):
+            break
+        if not text.startswith("<!--", i):
+            return text
+        end = text.find("-->", i)
+        if end < 0:
+            return text
+        i = end + 3
+    if i < 0:
+        return text
+    close = text.find(">", i)
+    subset = text.find("[", i)
+    if 0 <= subset < close:
+        bracket = text.find("]", subset)
+        close = text.find(">", bracket) if bracket >= 0 else -1
+    if close < 0:
+        return text
+    if "[" in text[i:close]:
+        notes.append("a DOCTYPE with declarations, not read")
+    return text[:i] + text[close + 1 :]
+
+
+def _references(text: str, notes: _Notes) -> str:
+    """Entity references outside CDATA sections made XML: HTML's named ones as characters,
+    anything else after ``&`` as text."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        start = text.find("<![CDATA[", i)
+        chunk_end = start if start >= 0 else len(text)
+        out.append(_AMP.sub(lambda m: _reference(m, notes), text[i:chunk_end]))
+        if start < 0:
+            break
+        end = text.find("]]>", start)
+        end = len(text) if end < 0 else end + 3
+        out.append(text[start:end])
+        i = end
+    return "".join(out)
+
+
+def _reference(m: re.Match[str], notes: _Notes) -> str:
+    if m.group(1):
+        return m.group(0)
+    name = m.group(2)
+    if name is None:
+        notes.append("bare & in text")
+        return "&amp;"
+    if name in _XML_PREDEFINED:
+        return m.group(0)
+    value = html5.get(name + ";")
+    if value is None:
+        notes.append(f"unknown entity &{name};")
+        return "&amp;" + name + ";"
+    notes.append(f"undeclared entity &{name};")
+    return value.replace("&", "&amp;").replace("<", "&lt;")
+
+
+def _declare_prefixes(text: str, notes: _Notes) -> str:
+    used = {m.group(1) or m.group(2) for m in _PREFIX_USE.finditer(text)}
+    used.discard("xmlns")
+    used.discard("xml")
+    missing = sorted(used - {m.group(1) for m in _PREFIX_DECL.finditer(text)})
+    if not missing:
+        return text
+    root = _root_start(text)
+    if root is None:
+        return text
+    for prefix in missing:
+        notes.append(f"undeclared prefix {prefix}:")
+    declarations = "".join(
+        f' xmlns:{p}="{KNOWN_PREFIXES.get(p.lower(), _UNKNOWN_PREFIX + p)}"' for p in missing
+    )
+    return text[:root] + declarations + text[root:]
+
+
+def _root_start(text: str) -> int | None:
+    """Where the root's attributes begin (just after its name)."""
+    i = 0
+    while True:
+        i = text.find("<", i)
+        if i < 0:
+            return None
+        if text.startswith("<?", i):
+            end = text.find("?>", i)
+            i = end + 2 if end >= 0 else -1
+        elif text.startswith("<!--", i):
+            end = text.find("-->", i)
+            i = end + 3 if end >= 0 else -1
+        elif text.startswith("<!", i):
+            end = text.find(">", i)
+            i = end + 1 if end >= 0 else -1
+        else:
+            m = _START_TAG.match(text, i)
+            return m.end() if m else None
+        if i < 0:
+            return None
