@@ -34,7 +34,8 @@ _ATOM = "{" + ATOM_NS + "}"
 # Atom 0.3 (2003-2005): what Atom 1.0 became; read with its few different names.
 ATOM03_NS = "http://purl.org/atom/ns#"
 _ATOM03 = "{" + ATOM03_NS + "}"
-_ATOM_FEEDS = frozenset({_ATOM + "feed", _ATOM03 + "feed"})
+# A <feed> in no namespace (its xmlns forgotten) is read as Atom too, as feedparser does.
+_ATOM_FEEDS = frozenset({_ATOM + "feed", _ATOM03 + "feed", "feed"})
 
 # Namespace URIs by what they are, compared without scheme, case or trailing slash: feeds
 # spell the iTunes one "http://www.itunes.com/DTDs/Podcast-1.0.dtd" and worse.
@@ -50,11 +51,15 @@ _NS_KIND = {
     # RSS 1.0 puts its plain elements in a namespace; they read like RSS 2.0 ones.
     "purl.org/rss/1.0": "rss",
     "my.netscape.com/rdf/simple/0.9": "rss",
+    # Userland's short-lived RSS 2.0 namespace (2002).
+    "backend.userland.com/rss2": "rss",
 }
 
 # (namespace kind, local name) → field. `None` kind: no namespace (plain RSS elements).
 _RSS_FIELDS: dict[tuple[str | None, str], str] = {
     (None, "title"): "title",
+    ("media", "title"): "media_title",
+    ("dc", "title"): "dc_title",
     (None, "link"): "link",
     (None, "guid"): "guid",
     (None, "pubdate"): "published",
@@ -73,6 +78,8 @@ _RSS_FIELDS: dict[tuple[str | None, str], str] = {
 
 _ATOM_FIELDS: dict[tuple[str | None, str], str] = {
     ("atom", "title"): "title",
+    ("media", "title"): "media_title",
+    ("dc", "title"): "dc_title",
     ("atom", "id"): "guid",
     ("atom", "link"): "atom_link",
     ("atom", "published"): "published",
@@ -156,9 +163,10 @@ class _Fields(dict[object, str | None]):
     """tag → field, learnt per parse: a feed repeats a few dozen distinct tags, so after
     the first item every child costs one dict lookup."""
 
-    def __init__(self, table: dict[tuple[str | None, str], str]) -> None:
+    def __init__(self, table: dict[tuple[str | None, str], str], bare: str | None = None) -> None:
         super().__init__()
         self._table = table
+        self._bare = bare  # the kind of tags in no namespace (an Atom feed without xmlns)
 
     def __missing__(self, tag: object) -> str | None:
         field: str | None = None
@@ -171,7 +179,7 @@ class _Fields(dict[object, str | None]):
                 elif kind is not None:
                     field = self._table.get((kind, local.lower()))
             else:
-                field = self._table.get((None, tag.lower()))
+                field = self._table.get((self._bare, tag.lower()))
         self[tag] = field
         return field
 
@@ -188,7 +196,8 @@ def _atom_text(el: etree._Element) -> str:
     types, and its ``mode="escaped"`` or ``"base64"``)."""
     kind = (el.get("type") or "text").strip().lower()
     mode = (el.get("mode") or "").strip().lower()
-    if mode == "base64":
+    if mode == "base64" or ("/" in kind and not kind.startswith("text/") and "xml" not in kind):
+        # Atom 1.0: a media type neither text nor XML is base64 (Atom 0.3 said mode=).
         return _base64_text(_text(el), kind)
     if mode == "escaped" and "html" in kind:
         return to_text(_text(el))
@@ -245,8 +254,8 @@ def _chapters_link(el: etree._Element, base: str | None) -> str | None:
 # Items of every RSS flavour (any namespace) and Atom entries: the elements read as the
 # document streams in, so a large feed never holds its whole tree.
 _ATOM_ENTRY = _ATOM + "entry"
-_ATOM_ENTRIES = frozenset({_ATOM_ENTRY, _ATOM03 + "entry"})
-_ENTRY_TAGS = ("{*}item", _ATOM_ENTRY, _ATOM03 + "entry")
+_ATOM_ENTRIES = frozenset({_ATOM_ENTRY, _ATOM03 + "entry", "entry"})
+_ENTRY_TAGS = ("{*}item", _ATOM_ENTRY, _ATOM03 + "entry", "entry")
 
 
 def read_feed(
@@ -394,7 +403,7 @@ class _Stream:
             raise FeedParseError(source, f"unsupported Atom version (root {tag!r})")
         self.kind = "atom" if self.atom else "rss"
         self.feed = local in ("rss", "rdf") or self.atom
-        self.fields = _Fields(_ATOM_FIELDS if self.atom else _RSS_FIELDS)
+        self.fields = _atom_fields(tag) if self.atom else _Fields(_RSS_FIELDS)
         self.entries: list[RawEntry] = []
         # Entries not read because their hash is known: (entries before it, stored guid).
         self.skipped: list[tuple[int, str]] = []
@@ -582,6 +591,7 @@ def _rss_item(
     transcripts: list[TranscriptLink] = []
     chapters: str | None = None
     permalink = False
+    guid_el: etree._Element | None = None  # a guid said to be a permalink
     for child in item:
         field = fields[child.tag]
         if field is None:
@@ -600,21 +610,29 @@ def _rss_item(
                 link_el = child
         elif field not in f:
             f[field] = _text(child)
-            if field == "guid" and (child.get("isPermaLink") or "true").lower() != "false":
-                permalink = True
-    title = squash(f.get("title") or f.get("itunes_title") or "")[:MAX_TITLE]
+            if field == "guid":
+                said = (child.get("isPermaLink") or "").strip().lower()
+                permalink = said != "false"
+                guid_el = child if said == "true" else None
+    title = squash(
+        f.get("title") or f.get("itunes_title") or f.get("media_title") or f.get("dc_title") or ""
+    )[:MAX_TITLE]
     guid = squash(f.get("guid", ""))[:MAX_TITLE] or None
     if not title and not guid and audio is None and link_el is None and raw_link is None:
         return None
     link: str | None = None
-    text_link = squash(_text(link_el))[:MAX_TITLE] if link_el is not None else ""
+    text_link = _rss_link(link_el)
     if text_link and link_el is not None:
         raw_link, link = text_link, _href(text_link, link_el, base)
     elif raw_link and atom_link is not None:
         link = _href(raw_link, atom_link, base)
-    if raw_link is None and permalink and guid and guid.startswith(("http://", "https://")):
-        # RSS 2.0: a guid that is a permalink is the item's URL when <link> is missing.
-        raw_link = link = guid
+    if raw_link is None and permalink and guid:
+        # RSS 2.0: a guid that is a permalink is the item's URL when <link> is missing;
+        # a relative one only when the feed says so (a bare id is no link).
+        if guid.startswith(("http://", "https://")):
+            raw_link = link = guid
+        elif guid_el is not None:
+            raw_link, link = guid, _href(guid, guid_el, base)
     published = squash(f.get("published") or f.get("dc_date") or "")[:200] or None
     description = to_text(f.get("description") or f.get("summary"))
     transcript = to_text(f.get("content") or f.get("podcast_transcript"))
@@ -634,6 +652,13 @@ def _rss_item(
         chapters,
         raw_hash,
     )
+
+
+def _rss_link(el: etree._Element | None) -> str:
+    """An item's ``<link>``: its text, or (written Atom's way) its ``href``."""
+    if el is None:
+        return ""
+    return squash(_text(el) or el.get("href") or "")[:MAX_TITLE]
 
 
 def _untitled_guid(title: str, audio: str | None, link: str | None) -> str | None:
@@ -665,8 +690,12 @@ def _podcast_link(
     return chapters
 
 
+def _atom_fields(root_tag: str) -> _Fields:
+    return _Fields(_ATOM_FIELDS, "atom" if root_tag == "feed" else None)
+
+
 def parse_atom(root: etree._Element, source: str, base: str | None = None) -> ParsedSource:
-    fields = _Fields(_ATOM_FIELDS)
+    fields = _atom_fields(root.tag if isinstance(root.tag, str) else "")
     show_title, link = _atom_head(root, base)
     entries: list[RawEntry] = []
     for el in root:
@@ -712,8 +741,11 @@ def _atom_entry(
             f[field] = (
                 _atom_text(child) if field in ("title", "description", "content") else _text(child)
             )
-    title = squash(f.get("title", ""))[:MAX_TITLE]
+    title = squash(f.get("title") or f.get("media_title") or f.get("dc_title") or "")[:MAX_TITLE]
     guid = squash(f.get("guid", ""))[:MAX_TITLE] or None
+    if raw_link is None and guid and guid[:8].lower().startswith(("http://", "https://")):
+        # An id that is a web address is the entry's page when it names no other.
+        raw_link = link = guid
     if not title and not guid and audio is None and raw_link is None:
         return None
     published = (

@@ -66,6 +66,7 @@ _PREFIX_USE = re.compile(
     r"</?([A-Za-z_][\w.-]{0,40}):[A-Za-z_]|\s([A-Za-z_][\w.-]{0,40}):[\w.-]{1,80}\s*="
 )
 _PREFIX_DECL = re.compile(r"""xmlns:([A-Za-z_][\w.-]{0,40})\s*=""")
+_ELEMENT = re.compile(r"<[A-Za-z]")
 _START_TAG = re.compile(r"<([A-Za-z_][\w.:-]{0,100})")
 # Characters XML 1.0 does not allow (surrogates left by the decode are mapped before).
 _NOT_XML_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -77,6 +78,8 @@ _CP1252 = {
     for b in range(0x80, 0x100)
 }  # fmt: skip
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+_ESCAPED_BYTES = re.compile("[\udc80-\udcff]+")
+_HIGH_BYTES = re.compile(b"[\x80-\xff]+")
 _ROOT_END = re.compile(rb"</(?:[\w.-]{1,40}:)?(?:rss|feed|rdf|RDF)\s*>")
 
 
@@ -146,13 +149,18 @@ def _decode(data: bytes, notes: _Notes) -> str:
     text = data.decode("utf-8", "surrogateescape").lstrip("\ufeff")
     if _ESCAPED_BYTE.search(text):
         notes.append("bytes invalid in UTF-8, read as Windows-1252")
+        invalid = sum(map(len, _ESCAPED_BYTES.findall(text)))
+        if sum(map(len, _HIGH_BYTES.findall(data))) - invalid < invalid:
+            # Mostly not UTF-8: a document in another encoding, read as Windows-1252
+            # throughout (as feedparser and browsers do); else UTF-8 with a few strays.
+            return data.decode("cp1252", "replace").lstrip("\ufeff")
         text = text.translate(_CP1252)
     return text
 
 
 def _skip_prolog_junk(text: str, notes: _Notes) -> str:
-    start = text.find("<?xml")
-    if start < 0 or text[:start].strip("\ufeff \t\r\n").find("<") >= 0:
+    start = text.find("<?xml", 0, 8192)
+    if start < 0 or _ELEMENT.search(text, 0, start):
         start = text.find("<")
     if start > 0:
         if text[:start].strip():
@@ -194,25 +202,41 @@ def _drop_doctype(text: str, notes: _Notes) -> str:
 
 def _references(text: str, notes: _Notes) -> str:
     """Entity references outside CDATA sections made XML: HTML's named ones as characters,
-    anything else after ``&`` as text."""
+    anything else after ``&`` as text. Comments are dropped (one with ``--`` inside is
+    an error, and none says anything a reader reads)."""
     out: list[str] = []
     i = 0
+    cdata = text.find("<![CDATA[")
+    comment = text.find("<!--")
     while i < len(text):
-        start = text.find("<![CDATA[", i)
-        chunk_end = start if start >= 0 else len(text)
-        out.append(_AMP.sub(lambda m: _reference(m, notes), text[i:chunk_end]))
-        if start < 0:
+        if 0 <= cdata < i:
+            cdata = text.find("<![CDATA[", i)
+        if 0 <= comment < i:
+            comment = text.find("<!--", i)
+        starts = [n for n in (cdata, comment) if n >= 0]
+        start = min(starts) if starts else len(text)
+        out.append(_AMP.sub(lambda m: _reference(m, notes), text[i:start]))
+        if start == len(text):
             break
-        end = text.find("]]>", start)
-        end = len(text) if end < 0 else end + 3
-        out.append(text[start:end])
+        if start == cdata:
+            end = text.find("]]>", start)
+            end = len(text) if end < 0 else end + 3
+            out.append(text[start:end])
+        else:
+            end = text.find("-->", start + 4)
+            end = len(text) if end < 0 else end + 3
         i = end
     return "".join(out)
 
 
 def _reference(m: re.Match[str], notes: _Notes) -> str:
-    if m.group(1):
-        return m.group(0)
+    number = m.group(1)
+    if number:
+        code = int(number[2:-1], 16) if number[1] in "xX" else int(number[1:-1])
+        if code in (9, 10, 13) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0x10FFFF:
+            return f"&#{code};"
+        notes.append(f"invalid character reference &{number}")
+        return "\ufffd"
     name = m.group(2)
     if name is None:
         notes.append("bare & in text")
