@@ -123,6 +123,13 @@ def main() -> int:
             failed = 1
             continue
         print(f"{package} corpus: {len(count())} feeds in {folder}")
+    if not failed:
+        # The peers' agreement figures (tests/test_feeds_peers.py asserts them): here,
+        # they show in CI's log whatever pytest's workers do with output.
+        from tests import peer_parity
+
+        print(peer_parity.podcastparser_figures()[0])
+        print(peer_parity.feedparser_figures()[0])
     return failed
 
 
