@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from html.entities import html5
 
-__all__ = ["KNOWN_PREFIXES", "Repaired", "has_html_entities", "repair", "truncated"]
+__all__ = ["KNOWN_PREFIXES", "Repaired", "has_html_entities", "repair", "summary", "truncated"]
 
 # The namespaces feeds use by prefix without declaring them (the prefixes as podcast apps
 # and feedparser bind them).
@@ -98,6 +98,13 @@ class _Notes(dict[str, None]):
     def append(self, note: str) -> None:
         if len(self) < 24:
             self[note] = None
+
+
+def summary(notes: tuple[str, ...]) -> str | None:
+    """What a lenient read found, short enough for a status line; None for none."""
+    if not notes:
+        return None
+    return ", ".join(notes[:3]) + ("…" if len(notes) > 3 else "")
 
 
 def has_html_entities(data: bytes) -> bool:
