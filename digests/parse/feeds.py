@@ -16,7 +16,7 @@ from digests.errors import FeedParseError
 from digests.models import ParsedSource, RawEntry, TranscriptLink
 from digests.parse.cdata import cdata_as_text
 from digests.parse.item_hashes import ItemHasher, ItemHashes
-from digests.parse.lenient import repair, truncated
+from digests.parse.lenient import TooBroken, repair, truncated
 from digests.parse.links import feed_base, resolve
 from digests.parse.text import (
     MAX_ENTRIES,
@@ -297,7 +297,11 @@ def read_repaired(
 ) -> ParsedSource | None:
     """``data`` read as ``lenient.repair`` makes it (see ``read_feed``); ``first``: the
     strict reader's error, the one a refusal names."""
-    repaired = repair(data)
+    try:
+        repaired = repair(data)
+    except TooBroken as err:
+        reason = xml_reason(first) if first is not None else str(err)
+        raise FeedParseError(source, f"malformed XML: {reason}") from err
     cut = truncated(repaired.data)
     try:
         parsed = _stream_feed(repaired.data, repaired.data, source, options, None, cut_ok=cut)

@@ -25,11 +25,20 @@ before the cut (``truncated``).
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
 from dataclasses import dataclass
 from html.entities import html5
 
-__all__ = ["KNOWN_PREFIXES", "Repaired", "has_html_entities", "repair", "summary", "truncated"]
+__all__ = [
+    "KNOWN_PREFIXES",
+    "Repaired",
+    "TooBroken",
+    "has_html_entities",
+    "repair",
+    "summary",
+    "truncated",
+]
 
 # The namespaces feeds use by prefix without declaring them (the prefixes as podcast apps
 # and feedparser bind them).
@@ -57,14 +66,19 @@ _UNKNOWN_PREFIX = "urn:x-digestbot:undeclared:"
 _XML_PREDEFINED = frozenset({"amp", "lt", "gt", "quot", "apos"})
 # "&" then (optionally) a reference: numeric, or a name ended by ";". Bounded repeats, so
 # each match is constant work.
-_AMP = re.compile(r"&(?:(#[0-9]{1,8};|#[xX][0-9a-fA-F]{1,8};)|([A-Za-z][A-Za-z0-9]{0,40});)?")
+# A "&" that starts no reference: text. Replaced by a constant, so the scan stays in C.
+_BARE_AMP = re.compile(r"&(?!#?[A-Za-z0-9]{1,41};)")
+# A reference XML does not read as written: any name but its five, a numeric one it may
+# refuse (&#0;, &#X41;). The common ones (&amp;, &#8217;) are not matched at all.
+_FIX_REF = re.compile(
+    r"&(?!(?:amp|lt|gt|quot|apos|#[1-9][0-9]{0,6}|#x[0-9a-fA-F]{1,6});)(#?[A-Za-z0-9]{1,41});"
+)
 _NAMED_REF = re.compile(rb"&([A-Za-z][A-Za-z0-9]{0,40});")
 _XML_DECL = re.compile(r"<\?xml[^>]{0,400}\?>")
 _XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]{0,400}encoding\s*=\s*["']([A-Za-z0-9_.:-]{1,40})""")
 # A prefix in a tag name, or in an attribute name.
-_PREFIX_USE = re.compile(
-    r"</?([A-Za-z_][\w.-]{0,40}):[A-Za-z_]|\s([A-Za-z_][\w.-]{0,40}):[\w.-]{1,80}\s*="
-)
+_TAG_PREFIX = re.compile(r"</?([A-Za-z_][\w.-]{0,40}):[A-Za-z_]")
+_ATTR_PREFIX = re.compile(r"\s([A-Za-z_][\w.-]{0,40}):[\w.-]{1,80}\s*=")
 _PREFIX_DECL = re.compile(r"""xmlns:([A-Za-z_][\w.-]{0,40})\s*=""")
 _ELEMENT = re.compile(r"<[A-Za-z]")
 _START_TAG = re.compile(r"<([A-Za-z_][\w.:-]{0,100})")
@@ -78,8 +92,7 @@ _CP1252 = {
     for b in range(0x80, 0x100)
 }  # fmt: skip
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
-_ESCAPED_BYTES = re.compile("[\udc80-\udcff]+")
-_HIGH_BYTES = re.compile(b"[\x80-\xff]+")
+_HIGH = bytes(range(0x80, 0x100))
 _ROOT_END = re.compile(rb"</(?:[\w.-]{1,40}:)?(?:rss|feed|rdf|RDF)\s*>")
 
 
@@ -113,9 +126,15 @@ def has_html_entities(data: bytes) -> bool:
     return any(m.group(1).decode("ascii") not in _XML_PREDEFINED for m in _NAMED_REF.finditer(data))
 
 
+class TooBroken(ValueError):
+    """More to repair than a feed with a few flaws has: junk, not read leniently."""
+
+
 def repair(data: bytes) -> Repaired:
+    """``data`` made well-formed; ``TooBroken`` for junk (see ``_within_budget``)."""
     notes = _Notes()
     text = _decode(data, notes)
+    _within_budget(text)
     text = _skip_prolog_junk(text, notes)
     text = _drop_doctype(text, notes)
     text = _references(text, notes)
@@ -124,6 +143,16 @@ def repair(data: bytes) -> Repaired:
         notes.append("control characters")
         text = _NOT_XML_CHAR.sub("\ufffd", text)
     return Repaired(text.encode("utf-8"), tuple(notes))
+
+
+def _within_budget(text: str) -> None:
+    """Refuse a document with more references to repair than one in 64 characters (plus
+    10,000): every repair costs a Python call, and a document of nothing but "&" would
+    cost seconds. Counted with C scans that stop at the limit, so junk is refused fast."""
+    limit = len(text) // 64 + 10_000
+    for pattern in (_BARE_AMP, _FIX_REF):
+        if next(itertools.islice(pattern.finditer(text), limit, None), None) is not None:
+            raise TooBroken("too many errors to read leniently")
 
 
 def truncated(data: bytes) -> bool:
@@ -153,16 +182,17 @@ def _decode(data: bytes, notes: _Notes) -> str:
         except UnicodeDecodeError:
             notes.append(f"bytes invalid in {encoding}, read as Windows-1252")
             return data.decode("cp1252", "replace")
-    text = data.decode("utf-8", "surrogateescape").lstrip("\ufeff")
+    text = data.decode("utf-8", "surrogateescape")
     if _ESCAPED_BYTE.search(text):
         notes.append("bytes invalid in UTF-8, read as Windows-1252")
-        invalid = sum(map(len, _ESCAPED_BYTES.findall(text)))
-        if sum(map(len, _HIGH_BYTES.findall(data))) - invalid < invalid:
+        # Valid characters encode back to their bytes; the escaped ones are dropped.
+        invalid = len(data) - len(text.encode("utf-8", "ignore"))
+        if len(data) - len(data.translate(None, _HIGH)) - invalid < invalid:
             # Mostly not UTF-8: a document in another encoding, read as Windows-1252
             # throughout (as feedparser and browsers do); else UTF-8 with a few strays.
             return data.decode("cp1252", "replace").lstrip("\ufeff")
         text = text.translate(_CP1252)
-    return text
+    return text.lstrip("\ufeff")
 
 
 def _skip_prolog_junk(text: str, notes: _Notes) -> str:
@@ -222,7 +252,7 @@ def _references(text: str, notes: _Notes) -> str:
             comment = text.find("<!--", i)
         starts = [n for n in (cdata, comment) if n >= 0]
         start = min(starts) if starts else len(text)
-        out.append(_AMP.sub(lambda m: _reference(m, notes), text[i:start]))
+        out.append(_fix_references(text[i:start], notes))
         if start == len(text):
             break
         if start == cdata:
@@ -236,20 +266,26 @@ def _references(text: str, notes: _Notes) -> str:
     return "".join(out)
 
 
-def _reference(m: re.Match[str], notes: _Notes) -> str:
-    number = m.group(1)
-    if number:
-        code = int(number[2:-1], 16) if number[1] in "xX" else int(number[1:-1])
+def _fix_references(chunk: str, notes: _Notes) -> str:
+    if "&" not in chunk:
+        return chunk
+    if _BARE_AMP.search(chunk):
+        notes.append("bare & in text")
+        chunk = _BARE_AMP.sub("&amp;", chunk)
+    return _FIX_REF.sub(lambda m: _reference(m.group(1), notes), chunk)
+
+
+def _reference(name: str, notes: _Notes) -> str:
+    if name[0] == "#":
+        try:
+            code = int(name[2:], 16) if name[1] in "xX" else int(name[1:])
+        except ValueError:
+            notes.append(f"invalid character reference &{name};")
+            return "&amp;" + name + ";"
         if code in (9, 10, 13) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0x10FFFF:
             return f"&#{code};"
-        notes.append(f"invalid character reference &{number}")
+        notes.append(f"invalid character reference &{name};")
         return "\ufffd"
-    name = m.group(2)
-    if name is None:
-        notes.append("bare & in text")
-        return "&amp;"
-    if name in _XML_PREDEFINED:
-        return m.group(0)
     value = html5.get(name + ";")
     if value is None:
         notes.append(f"unknown entity &{name};")
@@ -259,7 +295,7 @@ def _reference(m: re.Match[str], notes: _Notes) -> str:
 
 
 def _declare_prefixes(text: str, notes: _Notes) -> str:
-    used = {m.group(1) or m.group(2) for m in _PREFIX_USE.finditer(text)}
+    used = set(_TAG_PREFIX.findall(text)) | set(_ATTR_PREFIX.findall(text))
     used.discard("xmlns")
     used.discard("xml")
     missing = sorted(used - {m.group(1) for m in _PREFIX_DECL.finditer(text)})
