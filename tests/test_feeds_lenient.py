@@ -200,6 +200,11 @@ FLAWS: dict[str, Flawed] = {
 }
 
 
+def _headline(flawed: Flawed) -> str:
+    # A titleless item's comes from its link.
+    return flawed.title.removeprefix("PyTorch: ") or "Kernel fusion deep dive"
+
+
 def _squashed(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 
@@ -219,7 +224,7 @@ def test_each_flaw_reads_right_on_the_command_line(name: str, tmp_path: Path) ->
     assert episode["published_at"] == flawed.published
     assert episode["duration_seconds"] == flawed.duration
     assert tuple(pr["number"] for pr in episode["pull_requests"]) == flawed.prs
-    assert episode["headline"]  # a titleless item's comes from its link
+    assert episode["headline"] == _headline(flawed)
 
 
 @pytest.mark.parametrize("name", list(FLAWS))
@@ -234,6 +239,7 @@ async def test_each_flaw_reads_right_through_a_poll(
     assert rig.posted() == [f"PyTorch:{flawed.guid}"]
     (posted,) = rig.fake.messages(CHANNEL)
     shown = json.dumps(posted, ensure_ascii=False)
+    assert _headline(flawed).replace("&", "&amp;") in shown
     for number in flawed.prs:
         assert f"#{number}" in shown
     assert flawed.url.replace("&", "&amp;") in shown
