@@ -59,6 +59,7 @@ class FeedRead:
     fetched: FetchResult
     episodes: tuple[Episode, ...] = ()
     skipped: int = 0
+    lenient: tuple[str, ...] = ()  # not well-formed, read leniently: what was wrong
 
 
 def item_salt(show: str, repo: str) -> str:
@@ -110,7 +111,9 @@ def _parse_and_extract(
         parsed = parse_feed(fetched.content or b"", location, fetched.content_type)
     finally:
         _POLL_ITEMS.reset(token)
-    return FeedRead(fetched, extract_episodes(parsed, show, repo), len(parsed.skipped))
+    return FeedRead(
+        fetched, extract_episodes(parsed, show, repo), len(parsed.skipped), parsed.lenient
+    )
 
 
 async def read_feed(

@@ -216,6 +216,7 @@ async def poll_show(
         notice = feed_notice(show.name, before, after)
         return PollResult(show.name, "failed", error=after.last_error, state=after, notice=notice)
     after = polled_state(settings, before, read, now)
+    log_read_note(show.name, before, after)
     if book is None or not book.defer(show.name, before, after, read.fetched.status):
         await _db(lambda: store.save_fetch_state(show.name, after))
     added = tuple(u.episode for u in upserts if u.status == EpisodeStatus.NEW)
@@ -484,3 +485,14 @@ def poll_limit(ledger: Ledger) -> asyncio.Semaphore:
 
 def print_report(report: RunReport, stream: TextIO) -> None:
     stream.write(report.summary() + "\n")
+
+
+def log_read_note(show: str, before: FetchState, after: FetchState) -> None:
+    """Tell the operator when a feed starts (or stops) being read leniently, or what is
+    wrong with it changes: once, not on every poll."""
+    if after.read_note == before.read_note:
+        return
+    if after.read_note is not None:
+        log.warning("feed %s: its XML has errors (%s); read leniently", show, after.read_note)
+    else:
+        log.info("feed %s: its XML is well-formed again", show)

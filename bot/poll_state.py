@@ -42,6 +42,7 @@ from bot.plan import CANDIDATES
 from config.settings import Settings, ShowConfig
 from digests.decide import CATCH_UP, next_poll_at
 from digests.errors import DigestError, StoreError
+from digests.parse.lenient import summary
 from digests.store import Store
 from digests.store.ledger import Ledger, ShowLocks
 from digests.types import FetchState, Notice, PlanInputs
@@ -184,6 +185,8 @@ def polled_state(
         ),
         # Cleared only once the recovery notice is out (see record_notices).
         failing_notified=before.failing_notified,
+        # A feed not modified reads as it did.
+        read_note=summary(read.lenient) if fetched.status == "ok" else before.read_note,
     )
 
 

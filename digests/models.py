@@ -193,6 +193,9 @@ class ParsedSource:
     entries: tuple[RawEntry, ...] = ()
     link: str | None = None  # the show's own page (channel <link>, home_page_url)
     skipped: tuple[tuple[int, str], ...] = ()
+    # A feed that is not well-formed XML, read leniently: what was wrong with it
+    # (``digests.parse.lenient``); empty for a well-formed one.
+    lenient: tuple[str, ...] = ()
 
 
 # A recap's episodes and PRs: records that ``digests.recap.aggregate`` makes from

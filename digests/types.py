@@ -69,6 +69,8 @@ class FetchState:
     failures: int = 0
     next_poll_at: datetime | None = None
     failing_notified: bool = False
+    # The feed's last read was lenient: what is wrong with its XML (``lenient.summary``).
+    read_note: str | None = None
 
 
 @dataclass(frozen=True)

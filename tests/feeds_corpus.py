@@ -1,9 +1,11 @@
-"""A peer's test feeds for our parser: feedparser's sdist ships 2,200+ of them.
+"""Peers' test feeds for our parser: feedparser's sdist ships 2,200+ of them, gPodder's
+podcastparser's 70-odd podcast feeds, each with the episodes it expects (``.json``).
 
-Run ``python -m tests.feeds_corpus`` (``.ci/run`` does, before pytest) to fetch the sdist
-with pip (``pip download --no-binary :all: --no-deps feedparser==<installed version>``) and
-unpack its ``tests/`` folder into the cache; ``tests/test_feeds_corpus.py`` then parses
-every ``.xml`` in it. Nothing fails when there is no network: the test skips, saying why.
+Run ``python -m tests.feeds_corpus`` (``.ci/run`` does, before pytest) to fetch the sdists
+with pip (``pip download --no-binary :all: --no-deps feedparser==<installed version>``, and
+``podcastparser==PODCASTPARSER``) and unpack their ``tests/`` folders into the cache;
+``tests/test_feeds_corpus.py`` and ``tests/test_feeds_peers.py`` then read them. Nothing
+fails when there is no network: the tests skip, saying why.
 
 The cache is ``$DIGESTBOT_FEED_CORPUS``, else ``$XDG_CACHE_HOME/digestbot/feed-corpus``
 (``~/.cache/…``): outside the work tree, kept between runs on the same machine.
@@ -18,9 +20,11 @@ import tarfile
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 
-__all__ = ["corpus_dir", "corpus_files", "fetch", "unpack"]
+__all__ = ["corpus_dir", "corpus_files", "fetch", "podcastparser_files", "unpack"]
 
 PACKAGE = "feedparser"
+# Not installed (the test compares with its expectations, not its code): a fixed release.
+PODCASTPARSER = "0.6.11"
 _DONE = ".unpacked"
 
 
@@ -32,16 +36,27 @@ def cache_root() -> Path:
     return Path(base) / "digestbot" / "feed-corpus"
 
 
-def _version() -> str | None:
+def _version(package: str = PACKAGE) -> str | None:
+    if package == "podcastparser":
+        return PODCASTPARSER
     try:
-        return metadata.version(PACKAGE)
+        return metadata.version(package)
     except metadata.PackageNotFoundError:
         return None
 
 
-def corpus_dir(root: Path | None = None) -> Path:
-    """Where the unpacked feeds of the installed feedparser version live (or would)."""
-    return (root or cache_root()) / f"{PACKAGE}-{_version() or 'latest'}"
+def corpus_dir(root: Path | None = None, package: str = PACKAGE) -> Path:
+    """Where the unpacked feeds of the installed feedparser version (or of ``package``)
+    live (or would)."""
+    return (root or cache_root()) / f"{package}-{_version(package) or 'latest'}"
+
+
+def podcastparser_files(root: Path | None = None) -> list[Path]:
+    """Every ``tests/data/*.rss`` of podcastparser's sdist, sorted; empty when absent."""
+    folder = corpus_dir(root, "podcastparser")
+    if not (folder / _DONE).exists():
+        return []
+    return sorted((folder / "data").glob("*.rss"))
 
 
 def corpus_files(root: Path | None = None) -> list[Path]:
@@ -76,36 +91,46 @@ def unpack(archive: Path, target: Path) -> int:
     return count
 
 
-def fetch(root: Path | None = None) -> Path:
+def fetch(root: Path | None = None, package: str = PACKAGE) -> Path:
     """Download (once) and unpack the corpus; the folder holding it."""
-    folder = corpus_dir(root)
+    folder = corpus_dir(root, package)
     if (folder / _DONE).exists():
         return folder
     downloads = (root or cache_root()) / "sdist"
     downloads.mkdir(parents=True, exist_ok=True)
-    version = _version()
-    requirement = f"{PACKAGE}=={version}" if version else PACKAGE
+    version = _version(package)
+    requirement = f"{package}=={version}" if version else package
     subprocess.run(
         [sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", ":all:",
          "--no-deps", requirement, "-d", str(downloads)],
         check=True,
         timeout=600,
     )  # fmt: skip
-    archives = sorted(downloads.glob(f"{PACKAGE}-{version or ''}*.tar.gz"))
+    archives = sorted(downloads.glob(f"{package}-{version or ''}*.tar.gz"))
     if not archives:
-        raise FileNotFoundError(f"pip saved no {PACKAGE} sdist in {downloads}")
+        raise FileNotFoundError(f"pip saved no {package} sdist in {downloads}")
     unpack(archives[-1], folder)
     return folder
 
 
 def main() -> int:
-    try:
-        folder = fetch()
-    except (OSError, subprocess.SubprocessError, tarfile.TarError) as err:
-        print(f"feed corpus not fetched ({err}); its test will skip", file=sys.stderr)
-        return 1
-    print(f"feed corpus: {len(corpus_files())} .xml files in {folder}")
-    return 0
+    failed = 0
+    for package, count in ((PACKAGE, corpus_files), ("podcastparser", podcastparser_files)):
+        try:
+            folder = fetch(package=package)
+        except (OSError, subprocess.SubprocessError, tarfile.TarError) as err:
+            print(f"{package} corpus not fetched ({err}); its tests will skip", file=sys.stderr)
+            failed = 1
+            continue
+        print(f"{package} corpus: {len(count())} feeds in {folder}")
+    if not failed:
+        # The peers' agreement figures (tests/test_feeds_peers.py asserts them): here,
+        # they show in CI's log whatever pytest's workers do with output.
+        from tests import peer_parity
+
+        print(peer_parity.podcastparser_figures()[0])
+        print(peer_parity.feedparser_figures()[0])
+    return failed
 
 
 if __name__ == "__main__":

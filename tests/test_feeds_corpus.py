@@ -117,7 +117,8 @@ def readable(headline: str) -> bool:
 
 def test_a_title_of_undecodable_bytes_gets_a_readable_headline() -> None:
     data = (
-        b"<rss><channel><title>S</title><item><title>\xa5\xb2\xa1\xbc\xa5\xe0</title>"
+        # Bytes neither UTF-8 nor Windows-1252 defines.
+        b"<rss><channel><title>S</title><item><title>\x81\x8d\x8f\x90\x9d</title>"
         b"<link>https://x.example/ep/kernel-news</link></item></channel></rss>"
     )
     (episode,) = build_episodes(parse_bytes(data, "feed"), "S", "pytorch/pytorch")

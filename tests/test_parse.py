@@ -413,8 +413,8 @@ def test_content_only_entries_have_a_summary(data: bytes) -> None:
     assert numbers(episode) == [1234]
 
 
-def test_old_atom_namespace_is_refused_clearly() -> None:
-    data = b'<feed xmlns="http://purl.org/atom/ns#"><title>x</title></feed>'
+def test_an_unknown_atom_namespace_is_refused_clearly() -> None:
+    data = b'<feed xmlns="http://example.com/not-atom#"><title>x</title></feed>'
     with pytest.raises(FeedParseError, match="unsupported Atom"):
         parse_bytes(data, "old.xml")
 
@@ -588,7 +588,7 @@ def test_undeclared_legacy_encoding_falls_back_to_cp1252() -> None:
         (b"ID3\x04\x00\x00\x00\x00\x00", "MP3"),
         (bytes(range(256)) * 4, "binary"),
         (b"<?xml version='1.0'?><rss><channel><item><title>cut", "malformed XML"),
-        (b"<rss><channel><title>A &nbsp; B</title></channel></rss>", "malformed XML"),
+        (b"<rss><channel><title>A &nbsp; B</title><item><title>x</titel></item>", "malformed XML"),
         (b"<?xml version='1.0'?><note><to>you</to></note>", "not a feed"),
         (b"<rss version='2.0'></rss>", "no <channel>"),
         (b'{"episodes": []}', "not a feed or episode page"),

@@ -35,15 +35,16 @@ LATIN1_IN_UTF8 = feed(
 )
 
 
-def test_latin1_byte_in_a_utf8_feed_costs_only_that_character() -> None:
+def test_latin1_byte_in_a_utf8_feed_is_read_as_windows_1252() -> None:
     parsed = parse_bytes(LATIN1_IN_UTF8, "feed.xml")
     assert parsed.show_title == "PyTorch"
     assert [e.title for e in parsed.entries] == [
         "PyTorch: Café ☕",
-        "PyTorch: Caf\ufffd Latin-1",
+        "PyTorch: Café Latin-1",
         "PyTorch: Third",
     ]
-    assert parsed.entries[1].description == "R\ufffdsum\ufffd: PR 77 lands."
+    assert parsed.entries[1].description == "Résumé: PR 77 lands."
+    assert parsed.lenient == ("bytes invalid in UTF-8, read as Windows-1252",)
     episodes = build_episodes(parsed, "PyTorch", "pytorch/pytorch")
     assert [e.guid for e in episodes] == ["g3", "g2", "g1"]
     assert [r.number for r in episodes[1].pull_requests] == [77]
@@ -52,7 +53,7 @@ def test_latin1_byte_in_a_utf8_feed_costs_only_that_character() -> None:
 def test_the_qa_file_shape_without_a_declaration_too() -> None:
     data = feed(item(1, b"PyTorch: Caf\xe9 na\xefve \xbd"), decl=b"")
     (entry,) = parse_bytes(data, "feed.xml").entries
-    assert entry.title == "PyTorch: Caf\ufffd na\ufffdve \ufffd"
+    assert entry.title == "PyTorch: Café naïve ½"
 
 
 @pytest.mark.parametrize(
@@ -96,14 +97,13 @@ def test_atom_with_a_bad_byte() -> None:
         b"<updated>2026-10-05T13:00:40Z</updated></entry></feed>"
     )
     (entry,) = parse_bytes(data, "feed.xml").entries
-    assert entry.title == "PyTorch: Caf\ufffd"
+    assert entry.title == "PyTorch: Café"
 
 
 @pytest.mark.parametrize(
     "data",
     [
-        LATIN1_IN_UTF8[:-40],  # truncated, with a bad byte before the cut
-        LATIN1_IN_UTF8[:-40].replace(b"\xe9", b"e"),  # truncated, clean
+        feed(item(1, b"T"))[: len(DECL + HEAD) + 30],  # cut before any item ended
         LATIN1_IN_UTF8.replace(b"</title><guid>g3", b"</titel><guid>g3"),  # mismatched tags
         LATIN1_IN_UTF8 + b"<rss>",  # junk after the root
     ],
@@ -126,4 +126,17 @@ def test_repair_keeps_entities_unexpanded() -> None:
     )
     (entry,) = parse_bytes(data, "feed.xml").entries
     assert "root:" not in entry.title and "AAAA" not in entry.title
-    assert "\ufffd" in entry.title
+    assert "café" in entry.title
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        LATIN1_IN_UTF8[:-40],  # truncated, with a bad byte before the cut
+        LATIN1_IN_UTF8[:-40].replace(b"\xe9", b"e"),  # truncated, clean
+    ],
+)
+def test_a_cut_off_document_gives_the_items_before_the_cut(data: bytes) -> None:
+    parsed = parse_bytes(data, "feed.xml")
+    assert [e.guid for e in parsed.entries] == ["g1", "g2"]
+    assert "cut off mid-document" in parsed.lenient

@@ -146,19 +146,21 @@ def why(command: Explain, deps: Deps, invocation: Invocation) -> Message:
         return error_reply(CommandError(msg.WHY_NOTHING, "why"))
     if episode is None:
         show, feed = _feed_state(deps, followed)
-        return _reply(explain(None, None, None, feed), None, show, None, deps, invocation)
+        answer = explain(None, None, None, feed)
+        return _reply(answer, None, show, None, deps, invocation, feed.read_note)
     sub = next((s for s in subs if s.show == episode.show), None)
     seen = deps.store.first_seen(episode.show, [episode.guid]).get(episode.guid)
+    feed = deps.store.fetch_state(episode.show)
     answer = explain(
         episode,
         sub,
         _delivered(deps, invocation, episode),
-        deps.store.fetch_state(episode.show),
+        feed,
         first_seen=seen,
         tz=deps.settings.tz,
         caught_up=_caught_up(deps, invocation, sub, episode, seen),
     )
-    return _reply(answer, episode, episode.show, sub, deps, invocation)
+    return _reply(answer, episode, episode.show, sub, deps, invocation, feed.read_note)
 
 
 def _when(value: datetime | None, deps: Deps) -> str:
@@ -245,8 +247,12 @@ def _reply(
     sub: Subscription | None,
     deps: Deps,
     invocation: Invocation,
+    read_note: str | None = None,
 ) -> Message:
     text = _sentence(answer, show, sub, deps, invocation.channel_id)
+    if read_note and show:
+        errors = escape.mrkdwn(escape.truncate(read_note, 200))
+        text += msg.WHY_LENIENT.format(show=escape.mrkdwn(show), errors=errors)
     if episode is None:
         return message(text, [section(text)])
     day = show_day(episode.published_at.astimezone(deps.settings.tz).date())

@@ -329,6 +329,11 @@ def status_line(show: str, state: FetchState, deps: Deps) -> str:
         if state.last_error
         else msg.STATUS_NONE
     )
+    lenient = (
+        msg.STATUS_LENIENT.format(errors=escape.mrkdwn(escape.truncate(state.read_note, 300)))
+        if state.read_note
+        else ""
+    )
     return msg.STATUS_LINE.format(
         show=escape.mrkdwn(show),
         polled=when(state.last_polled_at, deps),
@@ -336,7 +341,7 @@ def status_line(show: str, state: FetchState, deps: Deps) -> str:
         error=error,
         failures=state.failures,
         next=when(state.next_poll_at, deps) if state.next_poll_at else msg.STATUS_NOT_SCHEDULED,
-    )
+    ) + lenient
 
 
 def status(command: Status, deps: Deps, invocation: Invocation) -> Message:

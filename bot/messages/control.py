@@ -128,4 +128,5 @@ WHY_FEED_FAILING = (
     "Not in the archive: the feed of *{show}* is failing (`{error}`); next try {when}."
 )
 WHY_NOT_IN_FEED = "No episode has that link, and the feeds read fine: it is not in the feed."
+WHY_LENIENT = " The feed of *{show}* reads, though its XML has errors ({errors}); read leniently."
 WHY_FOOTER = f"`{COMMAND} why` reads this channel's delivery record; replies are private."

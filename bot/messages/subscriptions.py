@@ -92,6 +92,8 @@ STATUS_LINE = (
     "*{show}*\nLast poll: {polled} · last success: {success}\n"
     "Last error: {error} · failures in a row: {failures}\nNext poll: {next}"
 )
+# A feed that reads, though its XML is not well-formed: {errors} is ``lenient.summary``.
+STATUS_LENIENT = "\nIts XML has errors ({errors}); read leniently"
 STATUS_NEVER = "never"
 STATUS_NONE = "none"
 STATUS_NOT_SCHEDULED = "not scheduled yet"

@@ -17,9 +17,10 @@ from lxml import etree
 
 from digests.errors import FeedParseError
 from digests.models import ParsedSource
-from digests.parse.feeds import read_feed
+from digests.parse.feeds import read_feed, read_repaired
 from digests.parse.item_hashes import ItemHashes
 from digests.parse.jsonfeed import looks_json_feed, read_json_feed
+from digests.parse.lenient import has_html_entities
 from digests.parse.pages import read_html, read_text_layout, text_page_entry
 from digests.parse.text import html_parser
 from digests.redact import without_userinfo
@@ -31,9 +32,7 @@ _LEADING_WS = re.compile(rb"[ \t\r\n]*")
 _TAG_NAME = re.compile(r"([A-Za-z_][\w.:-]{0,100})")
 _HTML_DOCTYPE = re.compile(r"<!doctype\s+html", re.I)
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
-_XML_DECL_PLAIN = '<?xml version="1.0"?>'
-# Characters XML 1.0 does not allow (surrogates cannot come out of a "replace" decode).
-_NOT_XML_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_DOCTYPE = re.compile(rb"<!DOCTYPE", re.I)
 _CHARSET = re.compile(rb"""charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", re.I)
 _XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9_.:-]{1,40})""")
 
@@ -95,6 +94,9 @@ def parse_bytes(
                 raise
         # Not well-formed and not a feed root: HTML that skipped <html>, or junk.
         return _parse_html(_text(data, encoding, content_type), source)
+    if not head.startswith("{") and _feed_after_junk(head):
+        # Text before the XML declaration (a stray line from a CMS): read leniently.
+        return _parse_feed(data, source, items)
     if head.startswith("{"):
         text = _text(data, encoding, content_type)
         parsed = read_json_feed(text, source, claimed=looks_json_feed(head))
@@ -102,6 +104,13 @@ def parse_bytes(
             return parsed
         return _parse_text(text, source)
     return _parse_text(_text(data, encoding, content_type), source)
+
+
+def _feed_after_junk(head: str) -> bool:
+    start = head.find("<?xml", 0, 1024)
+    if start < 0:
+        start = head.find("<", 0, 1024)
+    return start > 0 and _root_name(head[start:]) in ("rss", "rdf", "feed")
 
 
 def _bom_encoding(data: bytes) -> str | None:
@@ -176,7 +185,12 @@ def _text(data: bytes, bom: str | None, content_type: str | None) -> str:
 
 
 def _parse_feed(data: bytes, source: str, items: ItemHashes | None = None) -> ParsedSource:
-    parsed = read_feed(data, source, _XML_OPTIONS, repair=_repair_characters, items=items)
+    if _DOCTYPE.search(data[:_SNIFF]) and has_html_entities(data):
+        # Well-formed with an external DTD (Netscape's RSS 0.91 one), but never loaded:
+        # its HTML entities would stay unexpanded references. Read them as HTML's.
+        parsed = read_repaired(data, source, _XML_OPTIONS)
+    else:
+        parsed = read_feed(data, source, _XML_OPTIONS, lenient=True, items=items)
     if parsed is None:
         # XHTML served as XML: an episode page after all.
         return _parse_html(_text(data, _bom_encoding(data), None), source)
@@ -187,25 +201,6 @@ def _page_url(source: str) -> str | None:
     """The page's own URL, the episode link when the page names none: shown in Slack, so
     without the credentials the fetch used."""
     return without_userinfo(source) if source.startswith(("http://", "https://")) else None
-
-
-def _repair_characters(data: bytes) -> bytes:
-    """The document as UTF-8 with every character XML cannot take replaced by U+FFFD.
-
-    Decoded with the encoding it names (BOM, else its declaration; UTF-8 if it names none
-    or one we do not know), bad bytes replaced; the declaration then says UTF-8 no more
-    (libxml2 reads UTF-8 when none is named), so libxml2 reads what we decoded.
-    """
-    encoding = _bom_encoding(data)
-    if encoding is None:
-        m = _XML_ENCODING.match(data[:512])
-        encoding = m.group(1).decode("ascii") if m else "utf-8"
-    try:
-        text = data.decode(encoding, "replace")
-    except LookupError:
-        text = data.decode("utf-8", "replace")
-    text = _XML_DECL.sub(_XML_DECL_PLAIN, text.lstrip("\ufeff"), count=1)
-    return _NOT_XML_CHAR.sub("\ufffd", text).encode("utf-8")
 
 
 def _parse_html(markup: str, source: str) -> ParsedSource:

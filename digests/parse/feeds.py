@@ -6,8 +6,9 @@ cost per item is a handful of dict lookups plus the text we keep.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import io
-from collections.abc import Callable
 
 from lxml import etree
 
@@ -15,6 +16,7 @@ from digests.errors import FeedParseError
 from digests.models import ParsedSource, RawEntry, TranscriptLink
 from digests.parse.cdata import cdata_as_text
 from digests.parse.item_hashes import ItemHasher, ItemHashes
+from digests.parse.lenient import TooBroken, repair, truncated
 from digests.parse.links import feed_base, resolve
 from digests.parse.text import (
     MAX_ENTRIES,
@@ -29,6 +31,11 @@ from digests.parse.text import (
 
 ATOM_NS = "http://www.w3.org/2005/Atom"
 _ATOM = "{" + ATOM_NS + "}"
+# Atom 0.3 (2003-2005): what Atom 1.0 became; read with its few different names.
+ATOM03_NS = "http://purl.org/atom/ns#"
+_ATOM03 = "{" + ATOM03_NS + "}"
+# A <feed> in no namespace (its xmlns forgotten) is read as Atom too, as feedparser does.
+_ATOM_FEEDS = frozenset({_ATOM + "feed", _ATOM03 + "feed", "feed"})
 
 # Namespace URIs by what they are, compared without scheme, case or trailing slash: feeds
 # spell the iTunes one "http://www.itunes.com/DTDs/Podcast-1.0.dtd" and worse.
@@ -39,14 +46,20 @@ _NS_KIND = {
     "github.com/podcastindex-org/podcast-namespace/blob/main/docs/1.0.md": "podcast",
     "purl.org/dc/elements/1.1": "dc",
     "www.w3.org/2005/atom": "atom",
+    "purl.org/atom/ns": "atom",
     "search.yahoo.com/mrss": "media",
     # RSS 1.0 puts its plain elements in a namespace; they read like RSS 2.0 ones.
     "purl.org/rss/1.0": "rss",
+    "my.netscape.com/rdf/simple/0.9": "rss",
+    # Userland's short-lived RSS 2.0 namespace (2002).
+    "backend.userland.com/rss2": "rss",
 }
 
 # (namespace kind, local name) → field. `None` kind: no namespace (plain RSS elements).
 _RSS_FIELDS: dict[tuple[str | None, str], str] = {
     (None, "title"): "title",
+    ("media", "title"): "media_title",
+    ("dc", "title"): "dc_title",
     (None, "link"): "link",
     (None, "guid"): "guid",
     (None, "pubdate"): "published",
@@ -65,10 +78,15 @@ _RSS_FIELDS: dict[tuple[str | None, str], str] = {
 
 _ATOM_FIELDS: dict[tuple[str | None, str], str] = {
     ("atom", "title"): "title",
+    ("media", "title"): "media_title",
+    ("dc", "title"): "dc_title",
     ("atom", "id"): "guid",
     ("atom", "link"): "atom_link",
     ("atom", "published"): "published",
     ("atom", "updated"): "updated",
+    ("atom", "issued"): "published",
+    ("atom", "modified"): "updated",
+    ("atom", "created"): "created",
     ("atom", "summary"): "description",
     ("atom", "content"): "content",
     ("itunes", "duration"): "duration",
@@ -145,9 +163,10 @@ class _Fields(dict[object, str | None]):
     """tag → field, learnt per parse: a feed repeats a few dozen distinct tags, so after
     the first item every child costs one dict lookup."""
 
-    def __init__(self, table: dict[tuple[str | None, str], str]) -> None:
+    def __init__(self, table: dict[tuple[str | None, str], str], bare: str | None = None) -> None:
         super().__init__()
         self._table = table
+        self._bare = bare  # the kind of tags in no namespace (an Atom feed without xmlns)
 
     def __missing__(self, tag: object) -> str | None:
         field: str | None = None
@@ -160,7 +179,7 @@ class _Fields(dict[object, str | None]):
                 elif kind is not None:
                     field = self._table.get((kind, local.lower()))
             else:
-                field = self._table.get((None, tag.lower()))
+                field = self._table.get((self._bare, tag.lower()))
         self[tag] = field
         return field
 
@@ -173,8 +192,15 @@ def _text(el: etree._Element) -> str:
 
 
 def _atom_text(el: etree._Element) -> str:
-    """An Atom text construct as plain text (type text, html or xhtml)."""
+    """An Atom text construct as plain text (type text, html or xhtml; Atom 0.3's media
+    types, and its ``mode="escaped"`` or ``"base64"``)."""
     kind = (el.get("type") or "text").strip().lower()
+    mode = (el.get("mode") or "").strip().lower()
+    if mode == "base64" or ("/" in kind and not kind.startswith("text/") and "xml" not in kind):
+        # Atom 1.0: a media type neither text nor XML is base64 (Atom 0.3 said mode=).
+        return _base64_text(_text(el), kind)
+    if mode == "escaped" and "html" in kind:
+        return to_text(_text(el))
     if kind == "xhtml" or (len(el) and kind not in ("text", "html")):
         return element_text(el)
     if "html" in kind:  # "html", or (Atom 0.3 style) a media type like "text/html"
@@ -182,6 +208,14 @@ def _atom_text(el: etree._Element) -> str:
     # Plain text (the default): "std::vector<int>" is words, not markup; and the entities
     # are decoded by the XML parser already, so "&amp;lt;" is meant as "&lt;".
     return cap(paragraphs(_text(el)))
+
+
+def _base64_text(value: str, kind: str) -> str:
+    try:
+        text = base64.b64decode("".join(value.split()), validate=False).decode("utf-8", "replace")
+    except ValueError:
+        return ""
+    return to_text(text) if "html" in kind else cap(paragraphs(text))
 
 
 def _href(value: str, el: etree._Element, base: str | None) -> str | None:
@@ -220,13 +254,8 @@ def _chapters_link(el: etree._Element, base: str | None) -> str | None:
 # Items of every RSS flavour (any namespace) and Atom entries: the elements read as the
 # document streams in, so a large feed never holds its whole tree.
 _ATOM_ENTRY = _ATOM + "entry"
-_ENTRY_TAGS = ("{*}item", _ATOM_ENTRY)
-
-
-# libxml2 errors about characters, not structure: bytes invalid in the declared encoding
-# (XML_ERR_INVALID_ENCODING), an encoding it does not know (UNKNOWN/UNSUPPORTED_ENCODING),
-# a character XML forbids (INVALID_CHAR, e.g. a stray control byte).
-_CHARACTER_ERRORS = frozenset({9, 31, 32, 81})
+_ATOM_ENTRIES = frozenset({_ATOM_ENTRY, _ATOM03 + "entry", "entry"})
+_ENTRY_TAGS = ("{*}item", _ATOM_ENTRY, _ATOM03 + "entry", "entry")
 
 
 def read_feed(
@@ -234,7 +263,7 @@ def read_feed(
     source: str,
     options: dict[str, bool],
     *,
-    repair: Callable[[bytes], bytes] | None = None,
+    lenient: bool = False,
     items: ItemHashes | None = None,
 ) -> ParsedSource | None:
     """RSS or Atom, read entry by entry while lxml parses (``options``: the parser's
@@ -243,10 +272,10 @@ def read_feed(
     Each entry is read as soon as it ends and then dropped with what came before it, so
     memory stays at one entry plus the records, not the document's tree.
 
-    A character error (one Latin-1 byte in a UTF-8 feed) is not worth the whole feed: with
-    ``repair``, the document is read again from ``repair(data)`` (the bad characters
-    replaced). Structural errors — truncation, mismatched tags — still fail, as they do
-    in the repaired document.
+    With ``lenient``, a document that is not well-formed is read as ``lenient.repair``
+    makes it (HTML entities, bare ``&``, undeclared prefixes, bad bytes…), and one cut off
+    gives the entries that ended before the cut; the result's ``lenient`` says what was
+    wrong. What still fails is refused with the original document's first error.
 
     With ``items``, each entry carries the hash of its bytes, and one whose hash is in
     ``items.known`` is not read: it is listed in ``skipped`` (see ``item_hashes``).
@@ -254,16 +283,37 @@ def read_feed(
     try:
         return _read_feed(data, source, options, items)
     except etree.XMLSyntaxError as err:
-        if repair is None or err.code not in _CHARACTER_ERRORS:
+        if not lenient:
             raise FeedParseError(source, f"malformed XML: {xml_reason(err)}") from err
         first = err
+    return read_repaired(data, source, options, first)
+
+
+def read_repaired(
+    data: bytes,
+    source: str,
+    options: dict[str, bool],
+    first: etree.XMLSyntaxError | None = None,
+) -> ParsedSource | None:
+    """``data`` read as ``lenient.repair`` makes it (see ``read_feed``); ``first``: the
+    strict reader's error, the one a refusal names."""
     try:
-        return _read_feed(repair(data), source, options, items)
-    except etree.XMLSyntaxError as err:
-        # The repaired document's line numbers are the original's; its reason is the one
-        # left after repair (or the first, if repair changed nothing that mattered).
-        reason = xml_reason(first if err.code in _CHARACTER_ERRORS else err)
+        repaired = repair(data)
+    except TooBroken as err:
+        reason = xml_reason(first) if first is not None else str(err)
         raise FeedParseError(source, f"malformed XML: {reason}") from err
+    cut = truncated(repaired.data)
+    try:
+        parsed = _stream_feed(repaired.data, repaired.data, source, options, None, cut_ok=cut)
+    except etree.XMLSyntaxError as err:
+        # The repaired document's line numbers are the original's (nearly): the reason
+        # named is the original document's first error.
+        reason = xml_reason(first or err)
+        raise FeedParseError(source, f"malformed XML: {reason}") from err
+    if parsed is None:
+        return None
+    notes = repaired.notes + (("cut off mid-document",) if cut else ())
+    return dataclasses.replace(parsed, lenient=notes) if notes else parsed
 
 
 def _read_feed(
@@ -284,10 +334,13 @@ def _stream_feed(
     source: str,
     options: dict[str, bool],
     items: ItemHashes | None = None,
+    *,
+    cut_ok: bool = False,
 ) -> ParsedSource | None:
     """The feed ``parsed`` holds: ``data`` itself, or ``data`` with its CDATA sections
     written as text (``cdata_as_text``: the same tree, cheaper to tokenise). Items are
-    hashed from ``data``, as written."""
+    hashed from ``data``, as written. With ``cut_ok`` (the document is cut off), an error
+    ends the feed after the entries read before it, when there are any."""
     events = etree.iterparse(io.BytesIO(parsed), events=("end",), tag=_ENTRY_TAGS, **options)
     stream: _Stream | None = None
     try:
@@ -299,6 +352,10 @@ def _stream_feed(
                 break
     except (etree.ParserError, ValueError) as err:
         raise FeedParseError(source, f"malformed XML: {err}") from err
+    except etree.XMLSyntaxError:
+        if not cut_ok or stream is None or not stream.entries:
+            raise
+        return stream.result()
     if stream is not None and stream.hasher is not None:
         stream.hasher.finish()
         if stream.hasher.misaligned:
@@ -322,7 +379,7 @@ def read_tree(root: etree._Element, source: str) -> ParsedSource | None:
     if local in ("rss", "rdf"):
         return parse_rss(root, source, feed_base(source))
     if local == "feed":
-        if tag != _ATOM + "feed":
+        if tag not in _ATOM_FEEDS:
             raise FeedParseError(source, f"unsupported Atom version (root {tag!r})")
         return parse_atom(root, source, feed_base(source))
     if local == "html":
@@ -345,12 +402,12 @@ class _Stream:
         self.base = base
         tag = root.tag if isinstance(root.tag, str) else ""
         local = tag.rsplit("}", 1)[-1].lower()
-        self.atom = tag == _ATOM + "feed"
+        self.atom = tag in _ATOM_FEEDS
         if local == "feed" and not self.atom:
             raise FeedParseError(source, f"unsupported Atom version (root {tag!r})")
         self.kind = "atom" if self.atom else "rss"
         self.feed = local in ("rss", "rdf") or self.atom
-        self.fields = _Fields(_ATOM_FIELDS if self.atom else _RSS_FIELDS)
+        self.fields = _atom_fields(tag) if self.atom else _Fields(_RSS_FIELDS)
         self.entries: list[RawEntry] = []
         # Entries not read because their hash is known: (entries before it, stored guid).
         self.skipped: list[tuple[int, str]] = []
@@ -409,8 +466,8 @@ class _Stream:
 
     def _holds_entries(self, parent: etree._Element, el: etree._Element) -> bool:
         if self.atom:
-            return parent is self.root and el.tag == _ATOM_ENTRY
-        if el.tag == _ATOM_ENTRY:
+            return parent is self.root and el.tag in _ATOM_ENTRIES
+        if el.tag in _ATOM_ENTRIES:
             return False
         if parent is self._container:
             return True
@@ -467,11 +524,12 @@ def _is_rss_ns(tag: str) -> bool:
 def _atom_head(feed: etree._Element, base: str | None) -> tuple[str | None, str | None]:
     title: str | None = None
     link: str | None = None
+    ns = feed.tag[: -len("feed")] if isinstance(feed.tag, str) else _ATOM
     for el in feed:
-        if el.tag == _ATOM + "title" and title is None:
+        if el.tag == ns + "title" and title is None:
             title = squash(_atom_text(el))[:MAX_TITLE] or None
         elif (
-            el.tag == _ATOM + "link"
+            el.tag == ns + "link"
             and link is None
             and (el.get("rel") or "alternate").strip().lower() == "alternate"
         ):
@@ -537,6 +595,7 @@ def _rss_item(
     transcripts: list[TranscriptLink] = []
     chapters: str | None = None
     permalink = False
+    guid_el: etree._Element | None = None  # a guid said to be a permalink
     for child in item:
         field = fields[child.tag]
         if field is None:
@@ -555,27 +614,35 @@ def _rss_item(
                 link_el = child
         elif field not in f:
             f[field] = _text(child)
-            if field == "guid" and (child.get("isPermaLink") or "true").lower() != "false":
-                permalink = True
-    title = squash(f.get("title") or f.get("itunes_title") or "")[:MAX_TITLE]
+            if field == "guid":
+                said = (child.get("isPermaLink") or "").strip().lower()
+                permalink = said != "false"
+                guid_el = child if said == "true" else None
+    title = squash(
+        f.get("title") or f.get("itunes_title") or f.get("media_title") or f.get("dc_title") or ""
+    )[:MAX_TITLE]
     guid = squash(f.get("guid", ""))[:MAX_TITLE] or None
-    if not title and not guid:
+    if not title and not guid and audio is None and link_el is None and raw_link is None:
         return None
     link: str | None = None
-    text_link = squash(_text(link_el))[:MAX_TITLE] if link_el is not None else ""
+    text_link = _rss_link(link_el)
     if text_link and link_el is not None:
         raw_link, link = text_link, _href(text_link, link_el, base)
     elif raw_link and atom_link is not None:
         link = _href(raw_link, atom_link, base)
-    if raw_link is None and permalink and guid and guid.startswith(("http://", "https://")):
-        # RSS 2.0: a guid that is a permalink is the item's URL when <link> is missing.
-        raw_link = link = guid
+    if raw_link is None and permalink and guid:
+        # RSS 2.0: a guid that is a permalink is the item's URL when <link> is missing;
+        # a relative one only when the feed says so (a bare id is no link).
+        if guid.startswith(("http://", "https://")):
+            raw_link = link = guid
+        elif guid_el is not None:
+            raw_link, link = guid, _href(guid, guid_el, base)
     published = squash(f.get("published") or f.get("dc_date") or "")[:200] or None
     description = to_text(f.get("description") or f.get("summary"))
     transcript = to_text(f.get("content") or f.get("podcast_transcript"))
     if guid is None:
         # From the link as the feed wrote it: resolving it must not renumber the episode.
-        guid = stable_guid(raw_link, title, published)
+        guid = _untitled_guid(title, audio, raw_link) or stable_guid(raw_link, title, published)
     return _feed_entry(
         guid,
         title,
@@ -589,6 +656,21 @@ def _rss_item(
         chapters,
         raw_hash,
     )
+
+
+def _rss_link(el: etree._Element | None) -> str:
+    """An item's ``<link>``: its text, or (written Atom's way) its ``href``."""
+    if el is None:
+        return ""
+    return squash(_text(el) or el.get("href") or "")[:MAX_TITLE]
+
+
+def _untitled_guid(title: str, audio: str | None, link: str | None) -> str | None:
+    """An item with neither title nor guid is the episode its audio is, else its page:
+    the same id on every poll, whatever the rest of the item says."""
+    if title:
+        return None
+    return (audio or link or "")[:MAX_TITLE] or None
 
 
 def _podcast_link(
@@ -612,13 +694,17 @@ def _podcast_link(
     return chapters
 
 
+def _atom_fields(root_tag: str) -> _Fields:
+    return _Fields(_ATOM_FIELDS, "atom" if root_tag == "feed" else None)
+
+
 def parse_atom(root: etree._Element, source: str, base: str | None = None) -> ParsedSource:
-    fields = _Fields(_ATOM_FIELDS)
+    fields = _atom_fields(root.tag if isinstance(root.tag, str) else "")
     show_title, link = _atom_head(root, base)
     entries: list[RawEntry] = []
     for el in root:
         tag = el.tag
-        if tag == _ATOM_ENTRY:
+        if tag in _ATOM_ENTRIES:
             if len(entries) >= MAX_ENTRIES:
                 break
             try:
@@ -659,15 +745,20 @@ def _atom_entry(
             f[field] = (
                 _atom_text(child) if field in ("title", "description", "content") else _text(child)
             )
-    title = squash(f.get("title", ""))[:MAX_TITLE]
+    title = squash(f.get("title") or f.get("media_title") or f.get("dc_title") or "")[:MAX_TITLE]
     guid = squash(f.get("guid", ""))[:MAX_TITLE] or None
-    if not title and not guid:
+    if raw_link is None and guid and guid[:8].lower().startswith(("http://", "https://")):
+        # An id that is a web address is the entry's page when it names no other.
+        raw_link = link = guid
+    if not title and not guid and audio is None and raw_link is None:
         return None
-    published = squash(f.get("published") or f.get("updated") or "")[:200] or None
+    published = (
+        squash(f.get("published") or f.get("updated") or f.get("created") or "")[:200] or None
+    )
     description = f.get("description") or to_text(f.get("summary"))
     transcript = f.get("content") or to_text(f.get("podcast_transcript"))
     if guid is None:
-        guid = stable_guid(raw_link, title, published)
+        guid = _untitled_guid(title, audio, raw_link) or stable_guid(raw_link, title, published)
     return _feed_entry(
         guid,
         title,

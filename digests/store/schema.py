@@ -92,6 +92,8 @@ shows = sa.Table(
     sa.Column("failures", sa.Integer, nullable=False, server_default="0"),
     sa.Column("next_poll_at", UTCDateTime),
     sa.Column("failing_notified", sa.Boolean, nullable=False, server_default=sa.false()),
+    # What is wrong with the feed's XML when its last read was lenient (migration 0025).
+    sa.Column("read_note", sa.Text),
     # Shows added from Slack (`/episodes add-show`, migration 0016): the workspace and the
     # admin who added it; config-file shows are 'config' and have neither.
     sa.Column("source", sa.String(16), nullable=False, server_default="config"),

@@ -22,6 +22,7 @@ _FETCH_COLUMNS = (
     shows.c.failures,
     shows.c.next_poll_at,
     shows.c.failing_notified,
+    shows.c.read_note,
 )
 
 
@@ -77,6 +78,7 @@ def _fetch_values(state: FetchState) -> dict[str, Any]:
         "failures": state.failures,
         "next_poll_at": state.next_poll_at,
         "failing_notified": state.failing_notified,
+        "read_note": state.read_note,
     }
 
 
@@ -101,6 +103,7 @@ def _fetch_state(row: Any) -> FetchState:
         failures=row.failures,
         next_poll_at=row.next_poll_at,
         failing_notified=bool(row.failing_notified),
+        read_note=row.read_note,
     )
 
 
