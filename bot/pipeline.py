@@ -49,6 +49,7 @@ from bot.poll_state import (
     PollBook,
     cycle_start,
     failed_state,
+    failure_reason,
     finish_polls,
     needs_plan,
     polled_state,
@@ -104,6 +105,7 @@ class PollResult:
     state: FetchState = field(default_factory=FetchState)
     notice: Notice | None = None
     inputs: PlanInputs | None = None  # what the poll's first read said of the plan's inputs
+    reason: str | None = None  # failed: failure_reason's word for why (a metrics label)
 
     @property
     def ok(self) -> bool:
@@ -132,6 +134,7 @@ class RunReport:
     delivery: DeliveryReport = field(default_factory=DeliveryReport)
     due: int = 0
     errors: list[str] = field(default_factory=list)  # shows whose deliveries could not be planned
+    enriched: EnrichReport | None = None  # what GitHub was asked beside delivery
 
     @property
     def fatal(self) -> bool:
@@ -214,7 +217,10 @@ async def poll_show(
         await _db(lambda: store.save_fetch_state(show.name, after))
         log.warning("feed %s failed (%d in a row): %s", show.name, after.failures, after.last_error)
         notice = feed_notice(show.name, before, after)
-        return PollResult(show.name, "failed", error=after.last_error, state=after, notice=notice)
+        return PollResult(
+            show.name, "failed", error=after.last_error, state=after, notice=notice,
+            reason=failure_reason(exc),
+        )  # fmt: skip
     after = polled_state(settings, before, read, now)
     if book is None or not book.defer(show.name, before, after, read.fetched.status):
         await _db(lambda: store.save_fetch_state(show.name, after))
@@ -405,12 +411,11 @@ async def run_once(
         enriching = start_enrichment(settings, store, polled, now, github)
         plans, enriched = await within_github_budget(cycle, plans, enriching)
         report = await deliver_cycle(store, deliverer, plans)
-        learnt = None
         if enriching is not None:
-            learnt = await enriching
+            report.enriched = await enriching  # done already when it answered in time
             if not enriched:
-                await deliver_enriched(cycle, report, learnt)
-        await deliver_follows(settings, store, deliverer, news(report.polls, now), learnt)
+                await deliver_enriched(cycle, report, report.enriched)
+        await deliver_follows(settings, store, deliverer, news(report.polls, now), report.enriched)
     finally:
         if book is not None and book.locks is not None:
             with contextlib.suppress(StoreError):  # it drops a connection it cannot unlock
