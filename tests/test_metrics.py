@@ -1,0 +1,39 @@
+"""bot.metrics: one registry per Metrics (none global), label values from fixed sets."""
+
+from __future__ import annotations
+
+from prometheus_client import REGISTRY
+
+from bot.metrics import Metrics
+
+
+def test_each_metrics_has_its_own_registry_and_none_is_global() -> None:
+    one, two = Metrics(process=False), Metrics(process=False)
+    one.replays.inc()
+    assert one.registry.get_sample_value("digestbot_replays_refused_total") == 1
+    assert two.registry.get_sample_value("digestbot_replays_refused_total") == 0
+    assert REGISTRY.get_sample_value("digestbot_replays_refused_total") is None
+
+
+def test_label_values_are_bounded() -> None:
+    metrics = Metrics(process=False)
+    for n in range(50):
+        metrics.request({"command": "/episodes", "text": f"word{n} C0CHANNEL"}, 0.01, "ok")
+        metrics.slack_call("chat.postMessage", f"cannot connect: 10.0.0.{n}")
+        metrics.request({"type": "event_callback", "event": {"type": f"e{n}"}}, 0.01, "ok")
+    metrics.request({"command": "/episodes", "text": "RECENT"}, 0.01, "ok")
+    metrics.slack_call("chat.postMessage", "is_archived")
+    sample = metrics.registry.get_sample_value
+    assert sample("digestbot_slash_commands_total", {"subcommand": "other", "outcome": "ok"}) == 50
+    assert sample("digestbot_slash_commands_total", {"subcommand": "recent", "outcome": "ok"}) == 1
+    calls = "digestbot_slack_api_calls_total"
+    assert sample(calls, {"method": "chat.postMessage", "error": "other"}) == 50
+    assert sample(calls, {"method": "chat.postMessage", "error": "is_archived"}) == 1
+    assert sample("digestbot_slack_events_total", {"type": "other"}) == 50
+    series = [
+        s
+        for family in metrics.registry.collect()
+        for s in family.samples
+        if s.name.startswith(("digestbot_slash", "digestbot_slack_api", "digestbot_slack_events"))
+    ]
+    assert len(series) <= 12
