@@ -401,6 +401,12 @@ class StoreCollector(Collector):
             "Seconds since the oldest of the shows' last successful polls.",
             value=max((since(s) for s in shows), default=0.0),
         )
+        polled = [since(s) for s in shows if s.last_success_at is not None]
+        yield GaugeMetricFamily(
+            "digestbot_feed_last_success_age_seconds",
+            "Seconds since the newest successful poll of any show (0: none yet).",
+            value=min(polled, default=0.0),
+        )
         if self.per_show:
             family = GaugeMetricFamily(
                 "digestbot_feed_failures", "Consecutive failed polls, per show.", labels=["show"]
