@@ -62,9 +62,10 @@ SLACK_ERRORS = frozenset(
 # The `/episodes` subcommands a label may name (the first word; anything else is "other").
 SUBCOMMANDS = frozenset(
     {
-        "help", "recent", "latest", "week", "search", "show", "shows", "pr", "why", "preview",
-        "subscribe", "unsubscribe", "subscriptions", "pause", "resume", "add-show",
-        "remove-show", "explain", "announce", "status",
+        "recent", "latest", "nearby", "near", "around", "pr", "search", "find", "week",
+        "subscribe", "follow", "unsubscribe", "unfollow", "list", "subscriptions", "status",
+        "help", "usage", "preview", "pause", "resume", "unpause", "why", "add-show",
+        "remove-show",
     }
 )  # fmt: skip
 EVENT_TYPES = frozenset(
@@ -299,7 +300,7 @@ class Metrics:
         """One Slack request answered: its kind's ack latency and what it was."""
         if "command" in body:
             words = str(body.get("text") or "").split()
-            sub = bounded(words[0].casefold(), SUBCOMMANDS) if words else "help"
+            sub = bounded(words[0].casefold(), SUBCOMMANDS) if words else "recent"
             self.slash.labels(sub, outcome).inc()
             kind = "command"
         elif body.get("type") == "event_callback":
