@@ -250,6 +250,8 @@ class Metrics:
             else:
                 outcome = poll.status
             self.polls.labels(outcome, poll.reason or "").inc()
+            if poll.lenient:
+                self.lenient.inc()
             self.episodes.labels("new").inc(len(poll.added))
             self.episodes.labels("changed").inc(len(poll.changed))
             dropped = sum(

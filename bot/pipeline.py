@@ -106,6 +106,7 @@ class PollResult:
     notice: Notice | None = None
     inputs: PlanInputs | None = None  # what the poll's first read said of the plan's inputs
     reason: str | None = None  # failed: failure_reason's word for why (a metrics label)
+    lenient: bool = False  # the feed was read only by the lenient parser (counted in metrics)
 
     @property
     def ok(self) -> bool:

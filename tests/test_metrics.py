@@ -37,3 +37,40 @@ def test_label_values_are_bounded() -> None:
         if s.name.startswith(("digestbot_slash", "digestbot_slack_api", "digestbot_slack_events"))
     ]
     assert len(series) <= 12
+
+
+def test_a_cycle_report_counts_polls_episodes_and_dropped_pr_mentions() -> None:
+    from datetime import UTC, datetime
+
+    from bot.pipeline import PollResult, RunReport
+    from digests.models import Episode, PullRequestRef
+
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    prs = tuple(PullRequestRef(n, f"https://github.com/o/r/pull/{n}") for n in range(3))
+    capped = Episode(
+        guid="g1", show="S", title="T", headline="H", published_at=now, pull_requests=prs,
+        pull_requests_named=5,
+    )  # fmt: skip
+    whole = Episode(guid="g2", show="S", title="T2", headline="H2", published_at=now)
+    report = RunReport(
+        polls=[
+            PollResult("S", "ok", added=(capped,), changed=(whole,), lenient=True),
+            PollResult("A", "ok"),
+            PollResult("B", "not_modified"),
+            PollResult("C", "failed", reason="parse"),
+            PollResult("D", "busy"),
+        ]
+    )
+    metrics = Metrics(process=False)
+    metrics.polled(report)
+    sample = metrics.registry.get_sample_value
+    polls = "digestbot_feed_polls_total"
+    assert sample(polls, {"outcome": "new", "reason": ""}) == 1
+    assert sample(polls, {"outcome": "unchanged_200", "reason": ""}) == 1
+    assert sample(polls, {"outcome": "unchanged_304", "reason": ""}) == 1
+    assert sample(polls, {"outcome": "failed", "reason": "parse"}) == 1
+    assert sample(polls, {"outcome": "busy", "reason": ""}) == 1
+    assert sample("digestbot_episodes_stored_total", {"status": "new"}) == 1
+    assert sample("digestbot_episodes_stored_total", {"status": "changed"}) == 1
+    assert sample("digestbot_pr_mentions_over_budget_total") == 2
+    assert sample("digestbot_feed_lenient_reads_total") == 1
