@@ -218,10 +218,8 @@ async def poll_show(
         await _db(lambda: store.save_fetch_state(show.name, after))
         log.warning("feed %s failed (%d in a row): %s", show.name, after.failures, after.last_error)
         notice = feed_notice(show.name, before, after)
-        return PollResult(
-            show.name, "failed", error=after.last_error, state=after, notice=notice,
-            reason=failure_reason(exc),
-        )  # fmt: skip
+        return PollResult(show.name, "failed", error=after.last_error, state=after,
+                          notice=notice, reason=failure_reason(exc))  # fmt: skip
     after = polled_state(settings, before, read, now)
     if book is None or not book.defer(show.name, before, after, read.fetched.status):
         await _db(lambda: store.save_fetch_state(show.name, after))
@@ -395,17 +393,9 @@ async def run_once(
         # Shows added from Slack too: a PR of another repository is labelled owner/repo#n.
         renderer.repos.update({s.name: s.repo for s in shows if s.name not in renderer.repos})
         cycle = Cycle(
-            settings,
-            store,
-            http_client,
-            now,
-            deliverer,
-            renderer,
-            poll_gate or poll_limit(ledger),
-            parse_gate or parse_limit(),
-            unfinished,
-            book,
-        )
+            settings, store, http_client, now, deliverer, renderer,
+            poll_gate or poll_limit(ledger), parse_gate or parse_limit(), unfinished, book,
+        )  # fmt: skip
         plans = await asyncio.gather(*(cycle.show(s) for s in shows))
         await finish_polls(store, book)  # before delivery: record_notices writes after it
         polled = [p.poll.show for p in plans if p.poll.ok]
