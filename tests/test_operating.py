@@ -231,6 +231,7 @@ def test_serve_metrics_count_slash_commands_events_and_refusals(
         assert sender.post(body, form, signed=False).status_code == 401
         event = {"type": "app_home_opened", "user": "U0ADA", "channel": "D0ADA", "tab": "home"}
         assert sender.event(event).status_code == 200
+        sender.block_action("ops_unknown_action", "v", response_url=slack_fake.response_url())
     finally:
         sender.close()
     got = scrape(f"{base}/metrics")
@@ -252,6 +253,8 @@ def test_serve_metrics_count_slash_commands_events_and_refusals(
     ack = "digestbot_request_ack_duration_seconds_count"
     assert moved(ack, kind="command") == 5
     assert moved(ack, kind="event") == 1
+    assert moved("digestbot_slack_actions_total", type="block_actions") == 1
+    assert moved(ack, kind="action") == 1
 
     err = stop(proc)
     lines = json_lines(err)
