@@ -1,6 +1,6 @@
 # digestbot's image: `docker build -t digestbot .`, then `digestbot serve` (the default) or
 # `digestbot clock` (docker run … digestbot clock). Untested here: the machines this was
-# written on have no Docker engine (README, "Running as a service"); tests/test_deploy.py
+# written on have no Docker engine (docs/operating.md, "Image"); tests/test_deploy.py
 # checks that the install below is the README's.
 FROM python:3.12-slim
 
@@ -15,7 +15,8 @@ COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY digests ./digests
 COPY config ./config
-RUN python3 -m venv .venv && .venv/bin/pip install '.[postgres]'
+# The README's install, with the PostgreSQL driver.
+RUN python3 -m venv .venv && .venv/bin/pip install -e '.[postgres]'
 
 ENV PATH=/app/.venv/bin:$PATH \
     PORT=3000 \
