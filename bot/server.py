@@ -284,6 +284,9 @@ def make_server(
         lifespan="off",
         access_log=False,
         log_level="warning",
+        # No handlers of uvicorn's own: its lines go to the root logger's, formatted (and
+        # redacted) like every other line, JSON included (bot.logs).
+        log_config=None,
     )
     return _Server(config)
 

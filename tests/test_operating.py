@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -232,6 +233,10 @@ def test_serve_metrics_count_slash_commands_events_and_refusals(
         event = {"type": "app_home_opened", "user": "U0ADA", "channel": "D0ADA", "tab": "home"}
         assert sender.event(event).status_code == 200
         sender.block_action("ops_unknown_action", "v", response_url=slack_fake.response_url())
+        # Not HTTP at all: uvicorn's own warning, which must come out as JSON too.
+        with socket.create_connection(("127.0.0.1", int(environment["PORT"]))) as raw:
+            raw.sendall(b"NOT HTTP\r\n\r\n")
+            raw.recv(1024)
     finally:
         sender.close()
     got = scrape(f"{base}/metrics")
@@ -258,6 +263,7 @@ def test_serve_metrics_count_slash_commands_events_and_refusals(
 
     err = stop(proc)
     lines = json_lines(err)
+    assert any(line["logger"] == "uvicorn.error" for line in lines), err
     replay = [line for line in lines if "replayed" in str(line["message"])]
     assert replay and replay[0]["team"] and replay[0]["channel"] == CHANNEL
     assert len(str(replay[0]["request_id"])) == 12
