@@ -5,6 +5,7 @@ from __future__ import annotations
 from prometheus_client import REGISTRY
 
 from bot.metrics import Metrics
+from tests.githubfake import GitHubFake
 
 
 def test_each_metrics_has_its_own_registry_and_none_is_global() -> None:
@@ -74,3 +75,33 @@ def test_a_cycle_report_counts_polls_episodes_and_dropped_pr_mentions() -> None:
     assert sample("digestbot_episodes_stored_total", {"status": "changed"}) == 1
     assert sample("digestbot_pr_mentions_over_budget_total") == 2
     assert sample("digestbot_feed_lenient_reads_total") == 1
+
+
+async def test_github_calls_and_budget_as_the_fake_saw_them(github_fake: GitHubFake) -> None:
+    from collections import Counter as Tally
+    from datetime import UTC, datetime
+
+    from bot.enrichment import GitHubSession
+    from config.settings import Settings
+
+    github_fake.add_pr("pytorch/pytorch", 1, title="One")
+    github_fake.fail_next("rest", status=500, times=1)
+    settings = Settings(github=True, github_api_url=github_fake.api_url, github_retry_seconds=0)
+    metrics = Metrics(process=False)
+    session = GitHubSession(settings)
+    session.observe = metrics.github_answer
+    client = session.client()
+    assert client is not None
+    try:
+        wanted = [("pytorch/pytorch", 1), ("pytorch/pytorch", 2)]
+        await client.fetch(wanted, {}, datetime.now(UTC))
+    finally:
+        await session.aclose()
+    seen = Tally((c.kind, str(c.status)) for c in github_fake.calls)
+    assert seen[("rest", "500")] == 1 and seen[("rest", "404")] == 1, seen
+    sample = metrics.registry.get_sample_value
+    for (kind, status), count in seen.items():
+        assert sample("digestbot_github_calls_total", {"kind": kind, "status": status}) == count
+    remaining = sample("digestbot_github_rate_remaining", {"kind": "rest"})
+    assert remaining == github_fake.remaining("rest")
+    assert sample("digestbot_github_rate_limit", {"kind": "rest"}) == github_fake.rest_limit
