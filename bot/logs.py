@@ -20,7 +20,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -45,16 +45,26 @@ _MIN_SECRET = 6
 _CONTEXT: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("log_context", default=())
 
 
+def push(**fields: str | None) -> Token[tuple[tuple[str, str], ...]]:
+    """Log lines carry ``fields`` (None: left out) until :func:`pop` with the token; tasks
+    started meanwhile keep them. The cheap form of :func:`bind`, for every request."""
+    known = dict(_CONTEXT.get())
+    known.update({k: v for k, v in fields.items() if v})
+    return _CONTEXT.set(tuple(known.items()))
+
+
+def pop(token: Token[tuple[tuple[str, str], ...]]) -> None:
+    _CONTEXT.reset(token)
+
+
 @contextlib.contextmanager
 def bind(**fields: str | None) -> Iterator[None]:
     """Within the block (and tasks it starts), log lines carry ``fields`` (None: left out)."""
-    known = dict(_CONTEXT.get())
-    known.update({k: v for k, v in fields.items() if v})
-    token = _CONTEXT.set(tuple(known.items()))
+    token = push(**fields)
     try:
         yield
     finally:
-        _CONTEXT.reset(token)
+        pop(token)
 
 
 def enter(**fields: str | None) -> None:
