@@ -111,6 +111,7 @@ class Metrics:
     ) -> None:
         self.registry = r = registry if registry is not None else CollectorRegistry()
         self.per_show = per_show
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         if process:
             ProcessCollector(registry=r)
             PlatformCollector(registry=r)
@@ -233,6 +234,15 @@ class Metrics:
         )
 
     # -- hooks --------------------------------------------------------------------------
+    def _at(self, metric: Any, *values: str) -> Any:
+        """``metric.labels(*values)``, kept: ``labels`` validates and locks on each call (a
+        few µs, on every request); label values are bounded, so this stays small."""
+        key = (id(metric), values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
 
@@ -249,11 +259,11 @@ class Metrics:
                 outcome = "unchanged_304"
             else:
                 outcome = poll.status
-            self.polls.labels(outcome, poll.reason or "").inc()
+            self._at(self.polls, outcome, poll.reason or "").inc()
             if poll.lenient:
                 self.lenient.inc()
-            self.episodes.labels("new").inc(len(poll.added))
-            self.episodes.labels("changed").inc(len(poll.changed))
+            self._at(self.episodes, "new").inc(len(poll.added))
+            self._at(self.episodes, "changed").inc(len(poll.changed))
             dropped = sum(
                 max(0, e.pull_requests_named - len(e.pull_requests))
                 for e in (*poll.added, *poll.changed)
@@ -276,46 +286,46 @@ class Metrics:
             ("deferred", report.deferred),
         ):
             if idents:
-                d.labels(outcome, "").inc(len(idents))
+                self._at(d, outcome, "").inc(len(idents))
         for error in report.failed.values():
-            d.labels("failed", bounded(error, SLACK_ERRORS)).inc()
+            self._at(d, "failed", bounded(error, SLACK_ERRORS)).inc()
         for error in report.paused.values():
-            d.labels("paused", bounded(error, SLACK_ERRORS)).inc()
+            self._at(d, "paused", bounded(error, SLACK_ERRORS)).inc()
         if report.retries:
-            d.labels("retried", "").inc(report.retries)
+            self._at(d, "retried", "").inc(report.retries)
 
     def slack_call(self, method: str, error: str = "") -> None:
-        self.slack_calls.labels(method, bounded(error, SLACK_ERRORS) if error else "").inc()
+        self._at(self.slack_calls, method, bounded(error, SLACK_ERRORS) if error else "").inc()
         if error == "ratelimited":
-            self.slack_ratelimited.labels(method).inc()
+            self._at(self.slack_ratelimited, method).inc()
 
     def github_answer(self, response: httpx.Response) -> None:
         kind = "graphql" if response.request.url.path.endswith("/graphql") else "rest"
-        self.github_calls.labels(kind, str(response.status_code)).inc()
+        self._at(self.github_calls, kind, str(response.status_code)).inc()
         remaining = _int(response.headers.get("x-ratelimit-remaining"))
         limit = _int(response.headers.get("x-ratelimit-limit"))
         if remaining is not None and limit:
-            self.github_remaining.labels(kind).set(remaining)
-            self.github_limit.labels(kind).set(limit)
+            self._at(self.github_remaining, kind).set(remaining)
+            self._at(self.github_limit, kind).set(limit)
 
     def request(self, body: Mapping[str, Any], seconds: float, outcome: str) -> None:
         """One Slack request answered: its kind's ack latency and what it was."""
         if "command" in body:
             words = str(body.get("text") or "").split()
             sub = bounded(words[0].casefold(), SUBCOMMANDS) if words else "recent"
-            self.slash.labels(sub, outcome).inc()
+            self._at(self.slash, sub, outcome).inc()
             kind = "command"
         elif body.get("type") == "event_callback":
             event = body.get("event")
             kind_of = str(event.get("type", "")) if isinstance(event, Mapping) else ""
-            self.events.labels(bounded(kind_of, EVENT_TYPES)).inc()
+            self._at(self.events, bounded(kind_of, EVENT_TYPES)).inc()
             kind = "event"
         elif "type" in body:
-            self.actions.labels(bounded(str(body.get("type")), ACTION_TYPES)).inc()
+            self._at(self.actions, bounded(str(body.get("type")), ACTION_TYPES)).inc()
             kind = "action"
         else:
             kind = "other"
-        self.ack_seconds.labels(kind).observe(seconds)
+        self._at(self.ack_seconds, kind).observe(seconds)
 
 
 def _int(value: str | None) -> int | None:
