@@ -94,6 +94,19 @@ def test_promtool_accepts_the_alerts() -> None:
     assert f"SUCCESS: {len(WANTED_ALERTS)} rules found" in done.stdout
 
 
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
+def test_each_alert_fires_after_its_threshold_and_not_before() -> None:
+    """deploy/prometheus/alerts_test.yml: series crossing each threshold; promtool checks the
+    alert is quiet before the threshold and its ``for`` have passed, and fires after."""
+    test = ALERTS.with_name("alerts_test.yml")
+    done = subprocess.run(
+        ["promtool", "test", "rules", str(test)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    tested = set(re.findall(r"alertname: (\w+)", test.read_text()))
+    assert tested == WANTED_ALERTS
+
+
 def test_the_alerts_and_the_dashboard_name_only_metrics_that_exist(store: Store) -> None:
     exposed = exposed_names(store)
     exprs = [rule["expr"] for rule in _alert_rules()] + _dashboard_exprs()
