@@ -95,7 +95,7 @@ class ProcessOps:
 
         async def slack() -> tuple[bool, str]:
             if ops.slack is None:
-                return False, "not asked yet"
+                return False, "waiting for Slack to accept the token"
             return await ops.slack()
 
         async def scheduler() -> tuple[bool, str]:

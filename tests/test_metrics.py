@@ -105,3 +105,22 @@ async def test_github_calls_and_budget_as_the_fake_saw_them(github_fake: GitHubF
     remaining = sample("digestbot_github_rate_remaining", {"kind": "rest"})
     assert remaining == github_fake.remaining("rest")
     assert sample("digestbot_github_rate_limit", {"kind": "rest"}) == github_fake.rest_limit
+
+
+def test_a_failed_poll_has_one_word_for_why() -> None:
+    from bot.poll_state import failure_reason
+    from digests.errors import (
+        FeedHTTPError,
+        FeedParseError,
+        FeedUnavailable,
+        FetchError,
+        StoreError,
+    )
+
+    url = "https://feeds.example/f.xml"
+    assert failure_reason(FeedHTTPError(url, "Not Found", 404)) == "http_4xx"
+    assert failure_reason(FeedHTTPError(url, "Bad Gateway", 502)) == "http_5xx"
+    assert failure_reason(FeedUnavailable(url, "busy", 30.0)) == "unavailable"
+    assert failure_reason(FeedParseError(url, "not a feed")) == "parse"
+    assert failure_reason(FetchError(url, "cannot connect")) == "fetch"
+    assert failure_reason(StoreError("locked")) == "other"
