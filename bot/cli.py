@@ -83,6 +83,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     # One-shot commands report through their output and one error line; services log.
     one_shot = args.command in ("parse", "render", "recap") or getattr(args, "once", False)
     quiet = logging.ERROR if one_shot else logging.WARNING
+    before = list(logging.getLogger().handlers)
     logging.basicConfig(
         level=logging.INFO if args.verbose else quiet,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -90,6 +91,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     )
     try:
         settings = load_settings(args.config)
+        from bot import logs
+
+        # Only the handler made here: one already there (a test's capture) keeps its format.
+        logs.configure(settings, [h for h in logging.getLogger().handlers if h not in before])
         return _dispatch(args, settings, out)
     except DigestError as exc:
         print(f"{PROG}: error: {exc.format_message()}", file=sys.stderr)

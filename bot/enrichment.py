@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 import httpx
@@ -36,12 +36,21 @@ GITHUB_TIMEOUT = 15.0
 ENRICHED_PER_SHOW = 25
 
 
-def make_github_http() -> httpx.AsyncClient:
-    """GitHub is one fixed, trusted host (``GITHUB_API_URL``): no feed guards, but a timeout."""
+def make_github_http(
+    observe: Callable[[httpx.Response], None] | None = None,
+) -> httpx.AsyncClient:
+    """GitHub is one fixed, trusted host (``GITHUB_API_URL``): no feed guards, but a timeout.
+    ``observe`` sees every answer (metrics: status, rate budget)."""
+
+    async def seen(response: httpx.Response) -> None:
+        if observe is not None:
+            observe(response)
+
     return httpx.AsyncClient(
         timeout=httpx.Timeout(GITHUB_TIMEOUT),
         headers={"User-Agent": USER_AGENT},
         verify=tls_context(trust_env=True),
+        event_hooks={"response": [seen]} if observe is not None else None,
     )
 
 
@@ -108,13 +117,14 @@ class GitHubSession:
         self._settings = settings
         self._http: httpx.AsyncClient | None = None
         self._client: GitHubClient | None = None
+        self.observe: Callable[[httpx.Response], None] | None = None  # every answer
 
     def client(self) -> GitHubClient | None:
         """The shared client (made on first use); None when GitHub is off."""
         if not self._settings.github_enabled:
             return None
         if self._client is None:
-            self._http = make_github_http()
+            self._http = make_github_http(self.observe)
             self._client = github_client(self._settings, self._http)
         return self._client
 

@@ -49,6 +49,7 @@ from bot.poll_state import (
     PollBook,
     cycle_start,
     failed_state,
+    failure_reason,
     finish_polls,
     needs_plan,
     polled_state,
@@ -104,6 +105,8 @@ class PollResult:
     state: FetchState = field(default_factory=FetchState)
     notice: Notice | None = None
     inputs: PlanInputs | None = None  # what the poll's first read said of the plan's inputs
+    reason: str | None = None  # failed: failure_reason's word for why (a metrics label)
+    lenient: bool = False  # the feed was read only by the lenient parser (counted in metrics)
 
     @property
     def ok(self) -> bool:
@@ -132,6 +135,7 @@ class RunReport:
     delivery: DeliveryReport = field(default_factory=DeliveryReport)
     due: int = 0
     errors: list[str] = field(default_factory=list)  # shows whose deliveries could not be planned
+    enriched: EnrichReport | None = None  # what GitHub was asked beside delivery
 
     @property
     def fatal(self) -> bool:
@@ -214,7 +218,8 @@ async def poll_show(
         await _db(lambda: store.save_fetch_state(show.name, after))
         log.warning("feed %s failed (%d in a row): %s", show.name, after.failures, after.last_error)
         notice = feed_notice(show.name, before, after)
-        return PollResult(show.name, "failed", error=after.last_error, state=after, notice=notice)
+        return PollResult(show.name, "failed", error=after.last_error, state=after,
+                          notice=notice, reason=failure_reason(exc))  # fmt: skip
     after = polled_state(settings, before, read, now)
     log_read_note(show.name, before, after)
     if book is None or not book.defer(show.name, before, after, read.fetched.status):
@@ -389,29 +394,20 @@ async def run_once(
         # Shows added from Slack too: a PR of another repository is labelled owner/repo#n.
         renderer.repos.update({s.name: s.repo for s in shows if s.name not in renderer.repos})
         cycle = Cycle(
-            settings,
-            store,
-            http_client,
-            now,
-            deliverer,
-            renderer,
-            poll_gate or poll_limit(ledger),
-            parse_gate or parse_limit(),
-            unfinished,
-            book,
-        )
+            settings, store, http_client, now, deliverer, renderer,
+            poll_gate or poll_limit(ledger), parse_gate or parse_limit(), unfinished, book,
+        )  # fmt: skip
         plans = await asyncio.gather(*(cycle.show(s) for s in shows))
         await finish_polls(store, book)  # before delivery: record_notices writes after it
         polled = [p.poll.show for p in plans if p.poll.ok]
         enriching = start_enrichment(settings, store, polled, now, github)
         plans, enriched = await within_github_budget(cycle, plans, enriching)
         report = await deliver_cycle(store, deliverer, plans)
-        learnt = None
         if enriching is not None:
-            learnt = await enriching
+            report.enriched = await enriching  # done already when it answered in time
             if not enriched:
-                await deliver_enriched(cycle, report, learnt)
-        await deliver_follows(settings, store, deliverer, news(report.polls, now), learnt)
+                await deliver_enriched(cycle, report, report.enriched)
+        await deliver_follows(settings, store, deliverer, news(report.polls, now), report.enriched)
     finally:
         if book is not None and book.locks is not None:
             with contextlib.suppress(StoreError):  # it drops a connection it cannot unlock

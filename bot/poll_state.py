@@ -41,7 +41,14 @@ from bot.ingest import FeedRead
 from bot.plan import CANDIDATES
 from config.settings import Settings, ShowConfig
 from digests.decide import CATCH_UP, next_poll_at
-from digests.errors import DigestError, StoreError
+from digests.errors import (
+    DigestError,
+    FeedHTTPError,
+    FeedParseError,
+    FeedUnavailable,
+    FetchError,
+    StoreError,
+)
 from digests.parse.lenient import summary
 from digests.store import Store
 from digests.store.ledger import Ledger, ShowLocks
@@ -139,6 +146,18 @@ async def finish_polls(store: Store, book: PollBook) -> None:
         await asyncio.to_thread(work)
     except StoreError as exc:
         log.warning("saving %d feeds' fetch state failed: %s", len(polled), exc)
+
+
+def failure_reason(exc: DigestError) -> str:
+    """One word for why a poll failed, from a fixed set (a metrics label): http_4xx,
+    http_5xx, unavailable, parse, fetch (connection, size, address) or other."""
+    if isinstance(exc, FeedUnavailable):
+        return "unavailable"
+    if isinstance(exc, FeedHTTPError):
+        return "http_5xx" if exc.status >= 500 else "http_4xx"
+    if isinstance(exc, FeedParseError):
+        return "parse"
+    return "fetch" if isinstance(exc, FetchError) else "other"
 
 
 def failed_state(

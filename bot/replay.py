@@ -81,6 +81,7 @@ class ReplayGuard(AsyncMiddleware):
                 first = True
             if not first:
                 log.info("dropped a replayed request (%s)", key[:24])
+                req.context["replayed"] = True  # counted by bot.server
                 return BoltResponse(status=200, body="")
         return await next()
 

@@ -21,12 +21,14 @@ import signal
 import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import httpx
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from bot import logs
 from bot.catalog import AddedShow, added_shows
 from bot.daily import daily_job
 from bot.delivery import Deliverer
@@ -42,6 +44,9 @@ from digests.errors import SlackError
 from digests.fetch import make_http_client
 from digests.render import Renderer
 from digests.store import Store
+
+if TYPE_CHECKING:
+    from bot.ops import ProcessOps
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +179,7 @@ class Clock:
 
     async def _poll(self, show: ShowConfig) -> None:
         self._track()
+        logs.enter(show=show.name)  # each job runs as a task of its own
         started = self.now()
         try:
             report = await run_once(
@@ -299,11 +305,13 @@ async def run_clock(
     grace: float = 30.0,
     sweep_seconds: float | None = None,
     start_backoff: float = 1.0,
+    ops: ProcessOps | None = None,
 ) -> None:
     """The clock process: store, outbox, HTTP client, scheduler; runs until SIGTERM/SIGINT.
 
     ``sweep_seconds`` defaults to ``schedule.sweep_seconds`` from the settings;
-    ``start_backoff`` is the first wait when Slack is unreachable at start-up.
+    ``start_backoff`` is the first wait when Slack is unreachable at start-up; ``ops``
+    is told what runs (metrics, readiness: ``bot.ops``).
     """
     if sweep_seconds is None:
         sweep_seconds = settings.schedule.sweep_seconds
@@ -314,27 +322,38 @@ async def run_clock(
             loop.add_signal_handler(sig, stop.set)
     store = await asyncio.to_thread(open_store, settings)
     try:
+        if ops is not None:
+            ops.opened(store)
         team_id = await wait_for_slack(settings, stop, backoff=start_backoff)
         if team_id is None:
             return
+        if ops is not None:
+            ops.slack_accepted()
         await asyncio.to_thread(sync_config_channels, settings, store, team_id)
     except BaseException:
         await asyncio.to_thread(store.close)
         raise
-    await _run(settings, store, stop, grace, sweep_seconds)
+    await _run(settings, store, stop, grace, sweep_seconds, ops)
 
 
 async def _run(
-    settings: Settings, store: Store, stop: asyncio.Event, grace: float, sweep_seconds: float
+    settings: Settings,
+    store: Store,
+    stop: asyncio.Event,
+    grace: float,
+    sweep_seconds: float,
+    ops: ProcessOps | None = None,
 ) -> None:
+    metrics = ops.metrics if ops is not None else None
     outbox = make_outbox(settings, sys.stdout, store)
     renderer = Renderer.of(settings)
-    deliverer = Deliverer.of(settings, store, outbox)
+    deliverer = Deliverer.of(settings, store, outbox, metrics)
     extra: list[ExtraJob] = [
         recap_job(settings, store, deliverer, renderer),
         daily_job(settings, store, deliverer, renderer),
     ]
-    async with make_http_client() as http_client:
+    observe = metrics.fetched if metrics is not None else None
+    async with make_http_client(observe=observe) as http_client:
         clock = Clock(
             settings,
             store,
@@ -344,8 +363,13 @@ async def _run(
             deliverer=deliverer,
             renderer=renderer,
             sweep_seconds=sweep_seconds,
+            on_report=metrics.polled if metrics is not None else None,
         )
+        if metrics is not None:
+            clock.github.observe = metrics.github_answer
         clock.start()
+        if ops is not None:
+            ops.clock_running(lambda: bool(clock.scheduler.running))
         log.info("clock started: %d jobs", len(clock.scheduler.get_jobs()))
         try:
             await stop.wait()

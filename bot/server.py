@@ -11,11 +11,13 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import itertools
 import logging
 import os
+import secrets
 import socket
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 
 import sqlalchemy as sa
 import uvicorn
@@ -24,6 +26,7 @@ from slack_bolt.adapter.starlette.async_handler import (
     to_starlette_response,
 )
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -31,9 +34,11 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from bot import messages
+from bot import logs, messages
 from bot.dispatch import bolt_request
 from bot.listen import listen
+from bot.metrics import CONTENT_TYPE, Metrics
+from bot.readiness import Probe, render, run_checks
 from config.settings import Settings
 from digests.store import Store, schema
 
@@ -41,6 +46,8 @@ log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
+READY_PATH = "/readyz"
+METRICS_PATH = "/metrics"
 # OAuth mode's install flow (Bolt's default paths; answered only when the app has a flow).
 INSTALL_PATH = "/slack/install"
 REDIRECT_PATH = "/slack/oauth_redirect"
@@ -110,30 +117,69 @@ def _unreadable() -> Response:
     return JSONResponse({"response_type": "ephemeral", "text": messages.UNREADABLE_REQUEST})
 
 
-async def _dispatch(app: AsyncApp, request: Request, body: bytes) -> Response:
+async def _dispatch(
+    app: AsyncApp,
+    request: Request,
+    body: bytes,
+    metrics: Metrics | None = None,
+    started: float = 0.0,
+    request_id: Callable[[], str] = lambda: "",
+) -> Response:
     """Hand a verified body to Bolt. A signed body Bolt cannot make sense of (not UTF-8, a
     ``payload`` that is not JSON, nested past the parser's depth, ``actions`` that are not
     a list) gets a polite reply instead of a 500 (which Slack shows as "dispatch_failed")."""
+    req = None
     try:
-        response = await app.async_dispatch(bolt_request(request, body))
+        req = bolt_request(request, body)
+        token = logs.push(request_id=request_id(), **logs.context_of(req.body))
+        try:
+            response = await app.async_dispatch(req)
+        finally:
+            logs.pop(token)
     except (ValueError, RecursionError, TypeError, AttributeError, KeyError) as exc:
         log.warning("unreadable signed request: %s: %s", type(exc).__name__, exc)
+        _count(metrics, req, "error", started)
         return _unreadable()
     if response.status >= 500:
+        _count(metrics, req, "error", started)
         return _unreadable()  # Bolt has logged what failed
+    _count(metrics, req, "replay" if req.context.get("replayed") else "ok", started)
     return to_starlette_response(response)
 
 
-def _events_handler(app: AsyncApp) -> Callable[[Request], Awaitable[Response]]:
+def _count(metrics: Metrics | None, req: AsyncBoltRequest | None, outcome: str, t0: float) -> None:
+    if metrics is None:
+        return
+    if outcome == "replay":
+        metrics.replays.inc()
+    body = req.body if req is not None and isinstance(req.body, dict) else {}
+    metrics.request(body, time.perf_counter() - t0, outcome)
+
+
+def _events_handler(
+    app: AsyncApp, metrics: Metrics | None = None
+) -> Callable[[Request], Awaitable[Response]]:
     secret = _signing_secret(app)
+    # Each request's id in the logs: this process's random prefix and a count (a uuid4 per
+    # request cost ten times as much CPU).
+    prefix, numbers = secrets.token_hex(3), itertools.count(1)
+
+    def request_id() -> str:
+        return f"{prefix}{next(numbers):06x}"
+
+    def refused(reason: str) -> Response:
+        if metrics is not None:
+            metrics.signature_failures.labels(reason).inc()
+        return _refused()
 
     async def events(request: Request) -> Response:
+        started = time.perf_counter()
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
             return _too_large()
         # Bolt trusts this check (bot.app.VERIFIED): without a secret nothing gets through.
         if secret is None or not _plausibly_signed(request.headers, time.time()):
-            return _refused()
+            return refused("malformed")
         try:
             async with asyncio.timeout(BODY_TIMEOUT):
                 body = await read_body(request)
@@ -143,8 +189,8 @@ def _events_handler(app: AsyncApp) -> Callable[[Request], Awaitable[Response]]:
             return _too_large()
         # Verified on the raw bytes, before anything parses them.
         if not signature_valid(secret, request.headers, body):
-            return _refused()
-        return await _dispatch(app, request, body)
+            return refused("mismatch")
+        return await _dispatch(app, request, body, metrics, started, request_id)
 
     return events
 
@@ -162,12 +208,34 @@ def store_healthy(store: Store) -> bool:
     return True
 
 
-def build_asgi(app: AsyncApp, store: Store) -> ASGIApp:
+def build_asgi(
+    app: AsyncApp,
+    store: Store,
+    *,
+    metrics: Metrics | None = None,
+    readiness: Mapping[str, Probe] | None = None,
+) -> ASGIApp:
     """POST /slack/events → Bolt, after the body limit and the signature are checked on the
-    raw bytes (401 before anything is parsed); GET /healthz → 200 ``{"ok": true}`` when the
-    store answers with its schema, else 503; GET the OAuth install paths → Bolt's flow."""
-    events = _events_handler(app)
+    raw bytes (401 before anything is parsed); GET the OAuth install paths → Bolt's flow;
+    and :func:`ops_routes` (/healthz, /readyz, /metrics)."""
+    events = _events_handler(app, metrics)
     handler = AsyncSlackRequestHandler(app)
+    return Starlette(
+        routes=[
+            Route(EVENTS_PATH, events, methods=["POST"]),
+            Route(INSTALL_PATH, handler.handle, methods=["GET"]),
+            Route(REDIRECT_PATH, handler.handle, methods=["GET"]),
+            *ops_routes(store, metrics, readiness),
+        ]
+    )
+
+
+def ops_routes(
+    store: Store, metrics: Metrics | None, readiness: Mapping[str, Probe] | None
+) -> list[Route]:
+    """GET /healthz → 200 ``{"ok": true}`` when the store answers with its schema, else 503
+    (liveness); GET /readyz → the readiness checks (``bot.readiness``); GET /metrics →
+    the Prometheus exposition (each when given)."""
 
     async def healthz(request: Request) -> Response:
         try:
@@ -181,14 +249,32 @@ def build_asgi(app: AsyncApp, store: Store) -> ASGIApp:
             ok = False
         return JSONResponse({"ok": bool(ok)}, status_code=200 if ok else 503)
 
-    return Starlette(
-        routes=[
-            Route(EVENTS_PATH, events, methods=["POST"]),
-            Route(HEALTH_PATH, healthz, methods=["GET"]),
-            Route(INSTALL_PATH, handler.handle, methods=["GET"]),
-            Route(REDIRECT_PATH, handler.handle, methods=["GET"]),
-        ]
-    )
+    routes = [Route(HEALTH_PATH, healthz, methods=["GET"])]
+    if readiness is not None:
+        probes = readiness
+
+        async def readyz(request: Request) -> Response:
+            body, status = render(await run_checks(probes))
+            return Response(body, status, media_type="application/json")
+
+        routes.append(Route(READY_PATH, readyz, methods=["GET"]))
+    if metrics is not None:
+        exposition = metrics.exposition
+
+        async def scrape(request: Request) -> Response:
+            # The store's gauges query the database: off the event loop.
+            data = await asyncio.to_thread(exposition)
+            return Response(data, 200, media_type=CONTENT_TYPE)
+
+        routes.append(Route(METRICS_PATH, scrape, methods=["GET"]))
+    return routes
+
+
+def ops_app(
+    store: Store, metrics: Metrics | None, readiness: Mapping[str, Probe] | None
+) -> ASGIApp:
+    """The listener on METRICS_PORT: :func:`ops_routes` only."""
+    return Starlette(routes=ops_routes(store, metrics, readiness))
 
 
 class _Server(uvicorn.Server):
@@ -209,6 +295,9 @@ def make_server(
         lifespan="off",
         access_log=False,
         log_level="warning",
+        # No handlers of uvicorn's own: its lines go to the root logger's, formatted (and
+        # redacted) like every other line, JSON included (bot.logs).
+        log_config=None,
     )
     return _Server(config)
 

@@ -29,6 +29,7 @@ from config.settings import Settings
 from digests.errors import ConfigError, SlackError
 
 if TYPE_CHECKING:
+    from bot.ops import ProcessOps
     from digests.render import Message
     from digests.store import Store
 
@@ -78,7 +79,9 @@ def _listen(settings: Settings) -> socket.socket | None:
     return None if settings.slack_app_token else listen("0.0.0.0", settings.port)
 
 
-async def _web(settings: Settings, stop: asyncio.Event, sock: socket.socket | None) -> None:
+async def _web(
+    settings: Settings, stop: asyncio.Event, sock: socket.socket | None, ops: ProcessOps
+) -> None:
     """The Bolt app over HTTP on ``sock`` (or Socket Mode with an app token) until ``stop``
     is set."""
     from bot.app import build_app
@@ -87,6 +90,9 @@ async def _web(settings: Settings, stop: asyncio.Event, sock: socket.socket | No
 
     store = await asyncio.to_thread(lambda: open_store(settings, wait=REQUEST_DB_WAIT))
     app = build_app(settings, store, Renderer.of(settings))
+    if settings.slack_bot_token:
+        ops.slack_client(app.client.auth_test)
+    ops.opened(store)
     settle_heap()
     try:
         if settings.slack_app_token:
@@ -100,7 +106,8 @@ async def _web(settings: Settings, stop: asyncio.Event, sock: socket.socket | No
                 await handler.close_async()
             return
         log.warning("serving Slack requests on port %s at /slack/events", settings.port)
-        server = asyncio.ensure_future(serve(settings, build_asgi(app, store), sock=sock))
+        asgi = build_asgi(app, store, metrics=ops.metrics, readiness=ops.probes())
+        server = asyncio.ensure_future(serve(settings, asgi, sock=sock))
         stopping = asyncio.ensure_future(stop.wait())
         # The server ending on its own (an error) ends the web part too.
         await asyncio.wait((server, stopping), return_when=asyncio.FIRST_COMPLETED)
@@ -133,30 +140,44 @@ async def run_web(settings: Settings) -> None:
             "serve needs SLACK_SIGNING_SECRET (HTTP) or SLACK_APP_TOKEN (Socket Mode)"
         )
     sock = _listen(settings)
-    await _web(settings, _stop_on_signals(), sock)
+    from bot.ops import ProcessOps
+
+    ops = ProcessOps.bind(settings)
+    try:
+        await _web(settings, _stop_on_signals(), sock, ops)
+    finally:
+        await ops.aclose()
 
 
 async def run_clock(settings: Settings) -> None:
+    from bot.ops import ProcessOps
     from bot.scheduler import run_clock as clock
 
-    await clock(settings)
+    ops = ProcessOps.bind(settings, clock=True)
+    try:
+        await clock(settings, ops=ops)
+    finally:
+        await ops.aclose()
 
 
 async def run_all(settings: Settings) -> None:
     """One process: the web app (when Slack credentials are set) beside the clock."""
     web = _can_serve(settings)
     sock = _listen(settings) if web else None
+    from bot.ops import ProcessOps
     from bot.scheduler import run_clock as clock
 
+    ops = ProcessOps.bind(settings, clock=True)
     stop = _stop_on_signals()
-    tasks = [asyncio.ensure_future(clock(settings, stop=stop))]
+    tasks = [asyncio.ensure_future(clock(settings, stop=stop, ops=ops))]
     if web:
-        tasks.append(asyncio.ensure_future(_web(settings, stop, sock)))
+        tasks.append(asyncio.ensure_future(_web(settings, stop, sock, ops)))
     else:
         log.warning("no SLACK_SIGNING_SECRET or SLACK_APP_TOKEN: running the scheduler only")
     done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
     stop.set()
     await asyncio.gather(*tasks, return_exceptions=True)
+    await ops.aclose()
     for task in done:
         if (error := task.exception()) is not None:
             raise error

@@ -7,7 +7,7 @@ import re
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -197,6 +197,11 @@ class Settings(BaseSettings):
     # edited once they arrive): answered in time, it is posted complete, never "(edited)".
     github_first_post_seconds: float = Field(default=2.0, ge=0, le=10)
     port: int = 3000
+    # Operating (docs/operating.md): a listener for /metrics, /healthz and /readyz besides
+    # PORT (the clock's only one), per-show metric series (small deployments), log lines.
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    metrics_per_show: bool = False
+    log_format: Literal["text", "json"] = "text"
 
     # Where the file was read from; relative feed paths resolve against its folder.
     config_path: str = ""

@@ -23,7 +23,7 @@ import mimetypes
 import socket
 import ssl
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -217,15 +217,62 @@ class _GuardedTransport(httpx.AsyncHTTPTransport):
         )
 
 
-def make_http_client(timeout: float = 10.0) -> httpx.AsyncClient:
+# Seconds from a request's start to the end of its body, and the body's bytes as read.
+Observer = Callable[[float, int], None]
+
+
+class _ObservedStream(httpx.AsyncByteStream):
+    def __init__(self, inner: httpx.AsyncByteStream, started: float, observe: Observer) -> None:
+        self._inner, self._started, self._observe = inner, started, observe
+        self._size = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            self._size += len(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+        self._observe(time.perf_counter() - self._started, self._size)
+
+
+class _ObservedTransport(httpx.AsyncBaseTransport):
+    """``inner`` with each request's duration and body size told to ``observe`` when the
+    body is closed (read to the end or cut at the size cap)."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, observe: Observer) -> None:
+        self._inner, self._observe = inner, observe
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        started = time.perf_counter()
+        response = await self._inner.handle_async_request(request)
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_ObservedStream(response.stream, started, self._observe),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def make_http_client(
+    timeout: float = 10.0, *, observe: Observer | None = None
+) -> httpx.AsyncClient:
     """The client :func:`fetch` expects: our User-Agent, no automatic redirects, no proxies
-    from the environment (they would bypass the address check), and the connection guard."""
+    from the environment (they would bypass the address check), and the connection guard;
+    ``observe`` is told each request's seconds and bytes (metrics)."""
+    transport: httpx.AsyncBaseTransport = _GuardedTransport()
+    if observe is not None:
+        transport = _ObservedTransport(transport, observe)
     return httpx.AsyncClient(
         timeout=httpx.Timeout(timeout),
         follow_redirects=False,
         headers={"User-Agent": USER_AGENT, "Accept": ACCEPT},
         trust_env=False,
-        transport=_GuardedTransport(),
+        transport=transport,
     )
 
 

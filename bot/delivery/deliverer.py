@@ -15,11 +15,13 @@ import asyncio
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from bot import logs
 from bot.delivery.items import Delivery, DeliveryReport
 from bot.delivery.paced import Meter, PacedOutbox, Policy
 from bot.delivery.pausing import Pauser
@@ -34,6 +36,7 @@ from digests.store.ledger_writer import LedgerWriter
 from digests.types import Ident, LedgerEntry, LedgerState, RowStep
 
 if TYPE_CHECKING:
+    from bot.metrics import Metrics
     from config.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -62,9 +65,15 @@ class Deliverer:
         max_attempts: int = 5,
         backoff: float = 0.5,
         max_wait: float = 120.0,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
         self.outbox = outbox
+        self.metrics = metrics
+        if metrics is not None:
+            from bot.metered import MeteredOutbox
+
+            outbox = MeteredOutbox(outbox, metrics)
         self.ledger = Ledger.for_store(store)
         self.owner = owner or default_owner()
         self.clock = clock
@@ -89,13 +98,16 @@ class Deliverer:
         self._active: set[Ident] = set()
 
     @classmethod
-    def of(cls, settings: Settings, store: Store, outbox: Outbox) -> Deliverer:
+    def of(
+        cls, settings: Settings, store: Store, outbox: Outbox, metrics: Metrics | None = None
+    ) -> Deliverer:
         """The deliverer the bot's processes use: Slack's pace and retry wait from settings."""
         return cls(
             store,
             outbox,
             per_channel_interval=settings.slack_post_interval,
             backoff=settings.slack_retry_seconds,
+            metrics=metrics,
         )
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -142,6 +154,7 @@ class Deliverer:
         if not unique:
             return report
         await self._ensure_owner()
+        started = time.perf_counter()
         now = self.clock()
         new_rows = [
             NewRow(d.team_id, d.channel_id, d.kind, d.key, d.content_hash, d.metadata.get("show"))
@@ -166,6 +179,9 @@ class Deliverer:
         report.calls += meter.calls
         report.retries += meter.retries
         report.stopped_teams.update(self.stopped_teams)
+        if self.metrics is not None:
+            self.metrics.delivered(report, time.perf_counter() - started)
+            self.metrics.retry_after_waited.inc(meter.waited)
         return report
 
     async def _channel(
@@ -177,6 +193,7 @@ class Deliverer:
     ) -> None:
         # Every call of this channel's task goes out with its team's token (OAuth mode).
         CURRENT_TEAM.set(sequence[0].team_id)
+        logs.enter(team=sequence[0].team_id, channel=sequence[0].channel_id)
         for index, item in enumerate(sequence):
             if item.team_id in self.stopped_teams or item.team_id in report.stopped_teams:
                 report.held += [d.ident for d in sequence[index:]]

@@ -40,6 +40,7 @@ class Meter:
 
     calls: int = 0
     retries: int = 0
+    waited: float = 0.0  # seconds slept because Slack said Retry-After
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,10 @@ class PacedOutbox:
         if attempt >= self.policy.max_attempts:
             raise exc
         self.meter.retries += 1
-        await asyncio.sleep(self.policy.wait(exc, attempt))
+        wait = self.policy.wait(exc, attempt)
+        if exc.category == "ratelimited" and exc.retry_after is not None:
+            self.meter.waited += wait
+        await asyncio.sleep(wait)
 
     async def _landed(
         self,

@@ -13,7 +13,9 @@
 
 The fake and the feed server run in their own processes (``--in-process`` to share this
 one), so their CPU does not count against the bot's on a 2-core machine. ``--only poll``
-(or ``fan-out``) runs one of the two; ``--rounds N`` how many times each is measured.
+(or ``fan-out``) runs one of the two; ``--rounds N`` how many times each is measured;
+``--metrics`` measures the fan-out also with the clock's metrics counting (bot.metrics),
+alternating with the plain one, and prints the ratios.
 """
 
 from __future__ import annotations
@@ -188,7 +190,37 @@ async def bare(
     return elapsed
 
 
-async def fan_out(db: _Db, channels: int, bound: int, rounds: int, in_process: bool) -> None:
+async def _deliver_once(
+    db: _Db, api_url: str, items: list[Delivery], bound: int, metered: bool
+) -> tuple[float, float, int]:
+    """One fan-out into a fresh database: (seconds, CPU seconds, calls); ``metered``: with
+    the process's metrics counting (bot.metrics), as the clock delivers."""
+    from bot.metrics import Metrics
+
+    store = Store.open(db.url())
+    outbox = SlackOutbox(client(api_url), client(api_url, retry=False))
+    metrics = Metrics() if metered else None
+    deliverer = Deliverer(store, outbox, concurrency=bound, metrics=metrics)
+    t, c = time.perf_counter(), time.process_time()
+    report = await deliverer.deliver(items)
+    elapsed, cpu = time.perf_counter() - t, time.process_time() - c
+    assert len(report.posted) == len(items), report.failed
+    again = await deliverer.deliver(items)
+    assert len(again.unchanged) == len(items) and again.calls == 0
+    if metrics is not None:
+        posted = metrics.registry.get_sample_value(
+            "digestbot_deliveries_total", {"outcome": "posted", "reason": ""}
+        )
+        assert posted == len(items), posted
+    await deliverer.aclose()
+    await outbox.close()
+    store.close()
+    return elapsed, cpu, report.calls
+
+
+async def fan_out(
+    db: _Db, channels: int, bound: int, rounds: int, in_process: bool, metrics: bool = False
+) -> None:
     renderer = Renderer()
     ep = episode()
     message = dict(renderer.digest(ep))
@@ -198,27 +230,21 @@ async def fan_out(db: _Db, channels: int, bound: int, rounds: int, in_process: b
     # Each channel's replies wait out the 1 s per-channel pace after its digest.
     paced = len(replies) * 1.0 + (1 + len(replies)) * LATENCY
     ideal = max(calls * LATENCY / bound, paced)
-    times, bares = [], []
+    key = "PyTorch:" + ep.guid
+    items = [
+        Delivery(TEAM, ch, "episode", key, message, replies, ep.content_hash()) for ch in names
+    ]
+    times, bares, cpus = [], [], []
+    metered_times, metered_cpus = [], []
     with slack_api(in_process, LATENCY) as api_url:
-        for _ in range(rounds):
-            store = Store.open(db.url())
-            outbox = SlackOutbox(client(api_url), client(api_url, retry=False))
-            deliverer = Deliverer(store, outbox, concurrency=bound)
-            key = "PyTorch:" + ep.guid
-            items = [
-                Delivery(TEAM, ch, "episode", key, message, replies, ep.content_hash())
-                for ch in names
-            ]
-            t = time.perf_counter()
-            report = await deliverer.deliver(items)
-            times.append(time.perf_counter() - t)
-            assert len(report.posted) == channels, report.failed
-            assert report.calls == calls
-            again = await deliverer.deliver(items)
-            assert len(again.unchanged) == channels and again.calls == 0
-            await deliverer.aclose()
-            await outbox.close()
-            store.close()
+        for n in range(rounds):
+            # With --metrics, plain and metered alternate which goes first (load drifts).
+            order = [False, True] if metrics else [False]
+            for metered in order if n % 2 == 0 else order[::-1]:
+                elapsed, cpu, made = await _deliver_once(db, api_url, items, bound, metered)
+                assert made == calls
+                (metered_times if metered else times).append(elapsed)
+                (metered_cpus if metered else cpus).append(cpu)
             bares.append(await bare(api_url, names, message, replies[0], bound))
     best, floor = min(times), min(bares)
     print(f"fan-out: 1 episode → {channels} channels, {calls} calls ({len(replies)} reply each)")
@@ -231,6 +257,14 @@ async def fan_out(db: _Db, channels: int, bound: int, rounds: int, in_process: b
     )
     print(f"  bare client    {floor:7.2f} s  (same calls, bound and session; no ledger)")
     print(f"  ratio          {best / ideal:7.2f}× ideal, {best / floor:.2f}× bare client")
+    if metrics:
+        wall = statistics.median(metered_times) / statistics.median(times)
+        cpu_ratio = statistics.median(metered_cpus) / statistics.median(cpus)
+        print(
+            f"  with metrics   {statistics.median(metered_times):7.2f} s median: "
+            f"×{wall:.3f} the wall time, ×{cpu_ratio:.3f} the CPU "
+            f"({statistics.median(metered_cpus):.2f} s vs {statistics.median(cpus):.2f} s)"
+        )
 
 
 async def poll_cycle(db: _Db, feeds: int, rounds: int, in_process: bool) -> None:
@@ -321,6 +355,9 @@ async def main() -> None:
     parser.add_argument("--postgres", metavar="URL", help="PostgreSQL URL instead of SQLite")
     parser.add_argument("--in-process", action="store_true", help="fakes in this process")
     parser.add_argument("--only", choices=("fan-out", "poll"), help="one of the two")
+    parser.add_argument(
+        "--metrics", action="store_true", help="fan-out also with metrics counting (ratio)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = _Db(args.postgres, Path(tmp))
@@ -328,7 +365,9 @@ async def main() -> None:
             where = "in this process" if args.in_process else "in their own processes"
             print(f"database: {'PostgreSQL' if args.postgres else 'SQLite file'}; fakes {where}")
             if args.only != "poll":
-                await fan_out(db, args.channels, args.bound, args.rounds, args.in_process)
+                await fan_out(
+                    db, args.channels, args.bound, args.rounds, args.in_process, args.metrics
+                )
             if args.only != "fan-out":
                 await poll_cycle(db, args.feeds, args.rounds, args.in_process)
         finally:

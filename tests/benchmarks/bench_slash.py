@@ -2,7 +2,7 @@
 
     .venv/bin/python -m tests.benchmarks.bench_slash [--requests 2000] [--concurrency 1 10 50]
                                                     [--database-url postgresql+psycopg://…]
-                                                    [--no-cache] [--rounds 3]
+                                                    [--no-cache] [--rounds 3] [--metrics]
 
 Each server runs in its own process (uvicorn, same settings, the same ``serve()`` and
 ``listen()`` socket, so both get TCP_NODELAY) so the aiohttp load generator does not share a
@@ -12,6 +12,8 @@ loopback; the bare endpoint returns the exact JSON the app answered. Prints p50/
 latency and throughput per concurrency, and app/bare ratios; then, on one kept-alive
 connection, GET /healthz of the app, the bare endpoint, and the bare endpoint served from a
 socket without TCP_NODELAY (what ``listen()`` made before): the ~40 ms delayed-ACK stall.
+``--metrics`` adds a third server, the app counting its metrics as ``serve`` does
+(bot.metrics), and prints its ratios to the app without.
 
 Reading c=50: each server's "ran" + "runq" (schedstat) comes to ~100% of the run, so it is
 never waiting on itself, only for a CPU on this shared machine; its latency is then about
@@ -44,8 +46,11 @@ ROOT = Path(__file__).resolve().parents[2]
 # -- the servers (run with --serve in a child process) --------------------------------------
 
 
-def _serve_app(port: int, database_url: str, api_url: str, cache_ttl: float) -> None:
+def _serve_app(
+    port: int, database_url: str, api_url: str, cache_ttl: float, metered: bool = False
+) -> None:
     from bot.app import build_app
+    from bot.metrics import Metrics, StoreCollector
     from bot.runtime import settle_heap
     from bot.server import build_asgi, serve
     from bot.slack import make_web_client
@@ -62,8 +67,13 @@ def _serve_app(port: int, database_url: str, api_url: str, cache_ttl: float) -> 
         client=make_web_client(settings),
         reply_cache_ttl=cache_ttl,
     )
+    metrics = None
+    if metered:  # as bot.service's serve builds it (bot.ops)
+        metrics = Metrics(engine=store.engine.dialect.name)
+        metrics.registry.register(StoreCollector(store, 900.0))
     settle_heap()  # as bot.service's serve does once the app is built
-    asyncio.run(serve(settings, build_asgi(app, store), host="127.0.0.1", port=port))
+    asgi = build_asgi(app, store, metrics=metrics)
+    asyncio.run(serve(settings, asgi, host="127.0.0.1", port=port))
 
 
 def _serve_bare(port: int, body_path: str, nagle: bool = False) -> None:
@@ -284,6 +294,22 @@ def _report(results: list[Result]) -> None:
         print(f"  c={c:<3} {ratios}  throughput ×{share:.2f}  CPU/request ×{cpu:.2f}")
 
 
+def _metrics_report(results: list[Result]) -> None:
+    """The app with metrics against the app without, same run, medians over rounds."""
+    groups: dict[tuple[str, int], list[Result]] = {}
+    for r in results:
+        groups.setdefault((r.name, r.concurrency), []).append(r)
+    print("\nratios app+metrics / app of the medians (the cost of counting)")
+    for c in sorted({r.concurrency for r in results}):
+        m, app = groups[("app+m", c)], groups[("app", c)]
+        ratios = "  ".join(
+            f"p{p} ×{_median_pct(m, p) / _median_pct(app, p):.3f}" for p in (50, 95, 99)
+        )
+        share = _median(m, lambda r: r.throughput) / _median(app, lambda r: r.throughput)
+        cpu = _median(m, lambda r: r.cpu_ms) / _median(app, lambda r: r.cpu_ms)
+        print(f"  c={c:<3} {ratios}  throughput ×{share:.3f}  CPU/request ×{cpu:.3f}")
+
+
 async def _keepalive_get(url: str, total: int) -> list[float]:
     """Sequential GETs on one kept-alive connection; latencies in ms."""
     latencies: list[float] = []
@@ -328,13 +354,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-cache", action="store_true", help="answer every command from the store (TTL 0)"
     )
+    parser.add_argument(
+        "--metrics",
+        action="store_true",
+        help="also the app with its metrics counting (bot.metrics): ratio to the app",
+    )
     parser.add_argument("--serve", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.serve:
         kind, port, *rest = args.serve
-        if kind == "app":
-            _serve_app(int(port), rest[0], rest[1], float(rest[2]))
+        if kind in ("app", "metered"):
+            _serve_app(int(port), rest[0], rest[1], float(rest[2]), metered=kind == "metered")
         else:
             _serve_bare(int(port), rest[0], nagle=kind == "nagle")
         return 0
@@ -375,17 +406,27 @@ def main(argv: list[str] | None = None) -> int:
             body_file.write_bytes(answer.content)
             print(f"reply: {len(answer.content)} bytes of JSON\n")
             bare_proc = _start(["bare", str(bare_port), str(body_file)], bare_port)
+            metered = None
+            if args.metrics:
+                m_port = _free_port()
+                m_args = ["metered", str(m_port), database_url, fake.api_url, ttl]
+                metered = (_start(m_args, m_port), m_port)
             try:
                 results: list[Result] = []
                 servers = [("app", app_port, app_proc.pid), ("bare", bare_port, bare_proc.pid)]
+                if metered is not None:
+                    servers.append(("app+m", metered[1], metered[0].pid))
                 for c in args.concurrency:
                     for n in range(args.rounds):
-                        # Alternate who goes first: the machine is shared and load drifts.
-                        for name, port, pid in servers if n % 2 == 0 else servers[::-1]:
+                        # Rotate who goes first: the machine is shared and load drifts.
+                        turn = n % len(servers)
+                        for name, port, pid in servers[turn:] + servers[:turn]:
                             url = f"http://127.0.0.1:{port}/slack/events"
                             result = asyncio.run(_measure(name, pid, url, body, args.requests, c))
                             results.append(result)
                 _report(results)
+                if metered is not None:
+                    _metrics_report(results)
                 nagle_port = _free_port()
                 nagle_proc = _start(["nagle", str(nagle_port), str(body_file)], nagle_port)
                 try:
@@ -398,6 +439,9 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 bare_proc.terminate()
                 bare_proc.wait(10)
+                if metered is not None:
+                    metered[0].terminate()
+                    metered[0].wait(10)
         finally:
             app_proc.terminate()
             app_proc.wait(10)
