@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from slack_bolt.async_app import AsyncApp, AsyncBoltContext
 
     from bot.commands.base import Deps
-    from bot.pipeline import PollResult
+    from bot.cycle import PollResult
 
 log = logging.getLogger(__name__)
 

@@ -44,8 +44,8 @@ from digests.store import schema
 if TYPE_CHECKING:
     import httpx
 
+    from bot.cycle import RunReport
     from bot.delivery.items import DeliveryReport
-    from bot.pipeline import RunReport
     from digests.store import Store
 
 log = logging.getLogger(__name__)

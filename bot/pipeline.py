@@ -25,14 +25,15 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Literal, TextIO, TypeVar
+from typing import TextIO, TypeVar
 
 import httpx
 
 from bot.catalog import feed_cap, feed_policy
-from bot.delivery import Deliverer, Delivery, DeliveryReport
+from bot.cycle import PollResult, RunReport, ShowPlan
+from bot.delivery import Deliverer, Delivery
 from bot.enrichment import start_enrichment
 from bot.follows import deliver_follows, news
 from bot.ingest import FeedRequest, parse_limit, read_feed
@@ -70,8 +71,6 @@ from digests.store.ledger import Ledger, ShowLock
 from digests.types import (
     EpisodeStatus,
     FetchState,
-    Notice,
-    PlanInputs,
     UpsertResult,
 )
 
@@ -82,75 +81,6 @@ T = TypeVar("T")
 # Shows polled at once in one cycle (fewer on PostgreSQL: see poll_limit).
 FETCH_CONCURRENCY = 16
 PG_CONCURRENCY = 5
-
-
-# -- contracts ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PollResult:
-    """Phases 1–4 for one show: what the feed holds now and what the poll stored."""
-
-    show: str
-    # failed: the feed (counted, backed off); error: ours (store, template); busy: another
-    # clock is polling it right now.
-    status: Literal["ok", "not_modified", "failed", "error", "busy"]
-    # What the feed holds now, as read (empty when not modified): not the items the parse
-    # skipped because their bytes hash as stored ones — those are unchanged.
-    episodes: tuple[Episode, ...] = ()
-    new: int = 0
-    changed: tuple[Episode, ...] = ()
-    added: tuple[Episode, ...] = ()  # the episodes this poll stored for the first time
-    error: str | None = None
-    state: FetchState = field(default_factory=FetchState)
-    notice: Notice | None = None
-    inputs: PlanInputs | None = None  # what the poll's first read said of the plan's inputs
-    reason: str | None = None  # failed: failure_reason's word for why (a metrics label)
-    lenient: bool = False  # the feed was read only by the lenient parser (counted in metrics)
-
-    @property
-    def ok(self) -> bool:
-        return self.status in ("ok", "not_modified")
-
-    @property
-    def unchanged(self) -> bool:
-        """Not modified, or every episode stored as it was."""
-        return self.status == "not_modified" or (
-            self.status == "ok" and not self.changed and not self.added
-        )
-
-
-@dataclass(frozen=True)
-class ShowPlan:
-    """One show's way through phases 1–6: the poll, its notices, its rendered digests."""
-
-    poll: PollResult
-    notices: tuple[Delivery, ...] = ()
-    items: tuple[Delivery, ...] = ()
-
-
-@dataclass
-class RunReport:
-    polls: list[PollResult] = field(default_factory=list)
-    delivery: DeliveryReport = field(default_factory=DeliveryReport)
-    due: int = 0
-    errors: list[str] = field(default_factory=list)  # shows whose deliveries could not be planned
-    enriched: EnrichReport | None = None  # what GitHub was asked beside delivery
-
-    @property
-    def fatal(self) -> bool:
-        return self.delivery.fatal
-
-    def summary(self) -> str:
-        d = self.delivery
-        failed = [p for p in self.polls if p.status == "failed"]
-        return (
-            f"{len(self.polls)} feed{'' if len(self.polls) == 1 else 's'} polled "
-            f"({len(failed)} failing), "
-            f"{len(d.posted)} posted, {len(d.updated)} updated, {len(d.recovered)} recovered, "
-            f"{len(d.failed)} failed, {len(d.paused)} channels paused"
-            + (f", {len(self.errors)} errors" if self.errors else "")
-        )
 
 
 async def _db(fn: Callable[[], T]) -> T:

@@ -43,7 +43,7 @@ def test_label_values_are_bounded() -> None:
 def test_a_cycle_report_counts_polls_episodes_and_dropped_pr_mentions() -> None:
     from datetime import UTC, datetime
 
-    from bot.pipeline import PollResult, RunReport
+    from bot.cycle import PollResult, RunReport
     from digests.models import Episode, PullRequestRef
 
     now = datetime(2026, 12, 1, tzinfo=UTC)

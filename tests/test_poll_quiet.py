@@ -16,8 +16,9 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from bot.cycle import RunReport
 from bot.delivery import Deliverer
-from bot.pipeline import RunReport, run_once
+from bot.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.models import Episode
 from digests.store import Store
