@@ -24,7 +24,7 @@ from datetime import datetime
 import httpx
 
 from digests.errors import FetchError
-from digests.extract import with_transcript
+from digests.extract import MENTIONS, PrMode, with_transcript
 from digests.fetch import PrivatePolicy, link_policy
 from digests.full_chapters import attach_chapters
 from digests.linked import CONCURRENCY, MAX_ATTEMPTS, PER_POLL, due, fetch_link, lasting
@@ -165,6 +165,7 @@ async def attach_transcripts(
     *,
     show: str,
     repo: str,
+    prs: PrMode = MENTIONS,
     client: httpx.AsyncClient,
     transcripts: TranscriptStore,
     now: datetime,
@@ -199,7 +200,7 @@ async def attach_transcripts(
         for i, ep, link in linked:
             got = stored.get(keys[i])
             if got is not None and got.status == "ok" and got.url == link.url:
-                out[i] = with_transcript(ep, got.text, repo)
+                out[i] = with_transcript(ep, got.text, repo, prs)
                 if got.pr_times:
                     out[i] = out[i].model_copy(update={"pr_times": got.pr_times})
                 used += 1
@@ -223,6 +224,7 @@ async def linked_documents_phase(
     *,
     show: str,
     repo: str,
+    prs: PrMode = MENTIONS,
     now: datetime,
     feed_location: str,
     feed_policy: PrivatePolicy,
@@ -235,6 +237,7 @@ async def linked_documents_phase(
         episodes,
         show=show,
         repo=repo,
+        prs=prs,
         client=client,
         transcripts=TranscriptStore(store),
         now=now,
