@@ -82,7 +82,7 @@ def subscribe_told(
         moved_to = command.daily
         text += " " + msg.DAILY_TIME_MOVED.format(at=command.daily)
     blocks = [section(text), section(summary_line(made, deps))]
-    reply = message(text, blocks + _backfill_note(command, deps, invocation, new))
+    reply = message(text, blocks + _promise_backfill(command, deps, invocation, new))
     return reply, subscribed(changes, moved_to, deps, invocation)
 
 
@@ -188,14 +188,14 @@ def summary_line(subs: Sequence[Subscription], deps: Deps) -> str:
     )
 
 
-def _backfill_note(
+def _promise_backfill(
     command: Subscribe, deps: Deps, invocation: Invocation, made: Sequence[Subscription]
 ) -> list[Block]:
     # Only new subscriptions: one made before already has its watermark, no backfill.
-    """What a new keyword subscription will get at the next poll, as ``preview`` says it:
-    the newest ``backfill`` of the show's recent episodes its filter lets through
-    (``control.backfill``), recorded for the channel (``control.promise``) so the next
-    poll posts them whatever arrives meanwhile."""
+    """What a new keyword subscription will get at the next poll, recorded and said (as
+    ``preview`` says it): the newest ``backfill`` of the show's recent episodes its filter
+    lets through (``control.backfill``), given ledger rows for the channel
+    (``control.promise``) so the next poll posts them whatever arrives meanwhile."""
     if not made or not command.keywords:
         return []
     if all(sub.daily for sub in made):
