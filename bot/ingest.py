@@ -23,10 +23,11 @@ from dataclasses import dataclass
 
 import httpx
 
-from digests.extract import MENTIONS, PrMode, build_episodes
+from digests.extract import build_episodes
 from digests.fetch import FetchResult, PrivatePolicy, fetch
 from digests.models import Episode, ParsedSource
 from digests.parse import ItemHashes, parse_bytes
+from digests.types import MENTIONS, PrMode
 
 
 def parse_concurrency() -> int:

@@ -23,8 +23,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from digests.daily import DEFAULT_TIME, BadTime, parse_time_of_day
 from digests.errors import ConfigError
-from digests.extract import MENTIONS, PrMode
 from digests.pulls import PrRules
+from digests.types import MENTIONS, PrMode
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 DEFAULT_GITHUB_API_URL = "https://api.github.com"

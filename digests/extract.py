@@ -11,14 +11,13 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import Literal
 from urllib.parse import unquote, urlsplit
 
 import isodate
 
 from digests.models import Episode, ParsedSource, PullRequestRef, RawEntry
 from digests.parse.text import MAX_TEXT, paragraphs, squash, stable_guid
-from digests.types import UNKNOWN_DATE
+from digests.types import MENTIONS, UNKNOWN_DATE, PrMode
 from digests.update import feed_order_dates
 
 __all__ = [
@@ -354,12 +353,6 @@ def _rfc822(value: str) -> datetime | None:
 
 
 # ---------------------------------------------------------------- pull requests
-
-# Which PRs a show's text names (its `prs` setting): "PR 123" and links (the default), only
-# github.com/owner/repo/pull/N links (a show whose "PR 2" is no GitHub PR: a mailing-list
-# patch series), or none.
-PrMode = Literal["mentions", "links", "off"]
-MENTIONS: PrMode = "mentions"
 
 # Scanned on the lower-cased text so the pattern starts with the literal "p" (the regex
 # engine then skips ahead with a fast search instead of trying every position); the

@@ -24,7 +24,7 @@ from datetime import datetime
 import httpx
 
 from digests.errors import FetchError
-from digests.extract import MENTIONS, PrMode, with_transcript
+from digests.extract import with_transcript
 from digests.fetch import PrivatePolicy, link_policy
 from digests.full_chapters import attach_chapters
 from digests.linked import CONCURRENCY, MAX_ATTEMPTS, PER_POLL, due, fetch_link, lasting
@@ -35,7 +35,7 @@ from digests.parse.transcripts import TRANSCRIPT_TYPES, transcript_text
 from digests.store import Store
 from digests.store.transcripts import ChapterStore, TranscriptStore
 from digests.timings import pr_times
-from digests.types import StoredTranscript
+from digests.types import MENTIONS, PrMode, StoredTranscript
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ import pytest
 from bot.delivery import Deliverer
 from config.settings import ShowConfig, load_settings
 from digests.errors import ConfigError
-from digests.extract import PrMode
 from digests.store import Store
+from digests.types import PrMode
 from tests.feedserver import FeedServer
 from tests.fixtures.app import CHANNEL, make_settings
 from tests.fixtures.control import Clock, Rig, app_with_clock
