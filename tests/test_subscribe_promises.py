@@ -38,6 +38,8 @@ async def test_the_episode_a_subscribe_reply_names_is_posted_though_a_newer_one_
     reply = rig.slash("subscribe PyTorch +clang -windows")
     assert "Matching already, and posted here at the next poll: " in reply[-2]
     assert "Clang Modules Speedup" in reply[-2] and "Windows" not in reply[-2]
+    # `why` reads the same promise from the channel's delivery record.
+    assert "Planned for this channel" in rig.slash("why Clang Modules Speedup")[0]
 
     serve(rig, rss_item(1), WINDOWS, MODULES, NEWER)  # a newer match before that poll
     await rig.poll(utc(4, 14))
