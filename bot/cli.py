@@ -202,7 +202,8 @@ def _read_source(
     name = show or (configured.name if configured else None) or parsed.show_title or "Podcast"
     known = repo or (configured.repo if configured else None)
     if known:
-        return list(extract_episodes(parsed, name, known)), settings
+        prs = configured.prs if configured is not None else "mentions"
+        return list(extract_episodes(parsed, name, known, prs)), settings
     return [_unpointed(e) for e in extract_episodes(parsed, name, _NO_REPO)], settings
 
 

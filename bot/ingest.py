@@ -27,6 +27,7 @@ from digests.extract import build_episodes
 from digests.fetch import FetchResult, PrivatePolicy, fetch
 from digests.models import Episode, ParsedSource
 from digests.parse import ItemHashes, parse_bytes
+from digests.types import MENTIONS, PrMode
 
 
 def parse_concurrency() -> int:
@@ -62,10 +63,10 @@ class FeedRead:
     lenient: tuple[str, ...] = ()  # not well-formed, read leniently: what was wrong
 
 
-def item_salt(show: str, repo: str) -> str:
-    """What an item's episode depends on besides the feed: the show it is filed under and
-    the repo its PR numbers point into (a changed repo reads every item again)."""
-    return f"{show}\x00{repo}"
+def item_salt(show: str, repo: str, prs: PrMode = MENTIONS) -> str:
+    """What an item's episode depends on besides the feed: the show it is filed under, the
+    repo its PR numbers point into and which PRs count (a change reads every item again)."""
+    return f"{show}\x00{repo}" if prs == MENTIONS else f"{show}\x00{repo}\x00{prs}"
 
 
 async def fetch_feed(client: httpx.AsyncClient, request: FeedRequest) -> FetchResult:
@@ -98,13 +99,21 @@ def parse_feed(
     return parse_bytes(content, location, content_type, items=chosen)
 
 
-def extract_episodes(parsed: ParsedSource, show: str, repo: str) -> tuple[Episode, ...]:
-    """Phase 3: raw entries → episodes of ``show``, PR numbers pointing into ``repo``."""
-    return tuple(build_episodes(parsed, show, repo))
+def extract_episodes(
+    parsed: ParsedSource, show: str, repo: str, prs: PrMode = MENTIONS
+) -> tuple[Episode, ...]:
+    """Phase 3: raw entries → episodes of ``show``, PR numbers pointing into ``repo`` (the
+    PRs the show's ``prs`` setting counts)."""
+    return tuple(build_episodes(parsed, show, repo, prs))
 
 
 def _parse_and_extract(
-    fetched: FetchResult, location: str, show: str, repo: str, items: ItemHashes | None
+    fetched: FetchResult,
+    location: str,
+    show: str,
+    repo: str,
+    items: ItemHashes | None,
+    prs: PrMode = MENTIONS,
 ) -> FeedRead:
     token = _POLL_ITEMS.set(items)
     try:
@@ -112,7 +121,7 @@ def _parse_and_extract(
     finally:
         _POLL_ITEMS.reset(token)
     return FeedRead(
-        fetched, extract_episodes(parsed, show, repo), len(parsed.skipped), parsed.lenient
+        fetched, extract_episodes(parsed, show, repo, prs), len(parsed.skipped), parsed.lenient
     )
 
 
@@ -122,6 +131,7 @@ async def read_feed(
     *,
     show: str,
     repo: str,
+    prs: PrMode = MENTIONS,
     parse_gate: asyncio.Semaphore | None = None,
     known: Callable[[], Awaitable[Mapping[str, str]]] | None = None,
 ) -> FeedRead:
@@ -130,8 +140,8 @@ async def read_feed(
     fetched = await fetch_feed(client, request)
     if fetched.status != "ok":
         return FeedRead(fetched)
-    items = ItemHashes(item_salt(show, repo), await known()) if known is not None else None
+    items = ItemHashes(item_salt(show, repo, prs), await known()) if known is not None else None
     async with parse_gate or parse_limit():
         return await asyncio.to_thread(
-            _parse_and_extract, fetched, request.location, show, repo, items
+            _parse_and_extract, fetched, request.location, show, repo, items, prs
         )

@@ -127,13 +127,13 @@ async def poll_show(
     )
     try:
         read = await read_feed(
-            http_client, request, show=show.name, repo=show.repo, parse_gate=parse_gate,
-            known=lambda: _db(lambda: store.item_hashes(show.name)),
+            http_client, request, show=show.name, repo=show.repo, prs=show.prs,
+            parse_gate=parse_gate, known=lambda: _db(lambda: store.item_hashes(show.name)),
         )  # fmt: skip
         if read.episodes:  # phase 3b: linked transcripts and chapters, fetched once, stored
             full = await linked_documents_phase(
                 store, http_client, read.episodes, show=show.name, repo=show.repo, now=now,
-                feed_location=request.location, feed_policy=request.allow_private,
+                prs=show.prs, feed_location=request.location, feed_policy=request.allow_private,
             )  # fmt: skip
             read = replace(read, episodes=full)
         upserts = (

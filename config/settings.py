@@ -24,6 +24,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from digests.daily import DEFAULT_TIME, BadTime, parse_time_of_day
 from digests.errors import ConfigError
 from digests.pulls import PrRules
+from digests.types import MENTIONS, PrMode
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 DEFAULT_GITHUB_API_URL = "https://api.github.com"
@@ -59,6 +60,14 @@ CHANNEL_ID_PATTERN = r"^[CGD][A-Z0-9]{2,}$"
 MAX_SHOW_NAME = 200
 MAX_REPO = 200
 MAX_SLACK_ID = 32
+_REPO_RE = re.compile(r"[\w.-]+/[\w.-]+")
+# The repository's page on GitHub, as people paste it: read as its owner/name.
+_GITHUB_PAGE_RE = re.compile(r"(?:https?://)?(?:www\.)?github\.com/([\w.-]+/[\w.-]+?)(?:\.git)?/?")
+_NOT_ON_GITHUB = (
+    "{repo!r} is not a GitHub repository (owner/name); for a show whose repository is not on "
+    'GitHub or that has none, leave `repo` out and set prs = "off" (or "links": only '
+    "github.com/…/pull/N links count)"
+)
 _RECAP_RE = re.compile(r"^(mon|tue|wed|thu|fri|sat|sun)\s+([01]?\d|2[0-3]):([0-5]\d)$")
 
 
@@ -81,7 +90,11 @@ ShowName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_SHOW_NA
 class ShowConfig(_Strict):
     name: ShowName
     feed: str = Field(min_length=1)
-    repo: str = Field(default=DEFAULT_REPO, pattern=r"^[\w.-]+/[\w.-]+$", max_length=MAX_REPO)
+    repo: str = Field(default=DEFAULT_REPO, max_length=MAX_REPO)
+    # Which PRs its episodes name: "PR 123" and links (pointing into `repo`), only
+    # github.com/…/pull/N links ("links"), or none ("off"): for a show whose repository is
+    # not on GitHub, where "PR 2 of the series" is a mailing-list patch.
+    prs: PrMode = MENTIONS
     # The feed (and where it redirects) may be on a private network. Without it, only a
     # feed that names a private host itself (a file, localhost, a literal private address)
     # may be private, and its redirects must stay on that host or reach public addresses.
@@ -90,6 +103,15 @@ class ShowConfig(_Strict):
     merged_labels: list[str] | None = None
     reverted_labels: list[str] | None = None
     label_weights: dict[str, int] | None = None
+
+    @field_validator("repo")
+    @classmethod
+    def _repo(cls, value: str) -> str:
+        if _REPO_RE.fullmatch(value):
+            return value
+        if page := _GITHUB_PAGE_RE.fullmatch(value):
+            return page.group(1)
+        raise ValueError(_NOT_ON_GITHUB.format(repo=value))
 
     def pr_rules(self) -> PrRules:
         merged, reverted = REPO_STATE_LABELS.get(self.repo.casefold(), ((), ()))

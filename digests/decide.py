@@ -74,6 +74,18 @@ def matches(episode: Episode, keywords: Filter | Iterable[str]) -> bool:
     return chosen.matches(episode, extra)
 
 
+def promised(
+    recent: Sequence[Episode], keywords: Filter | Iterable[str], backfill: int
+) -> list[Episode]:
+    """What a new subscription is promised at once (its reply names them, and they are
+    recorded for the channel, so the next poll posts them whatever else arrives): of
+    ``recent``, the show's newest episodes newest first, the newest ``backfill`` that
+    ``keywords`` let through."""
+    if backfill <= 0:
+        return []
+    return [e for e in recent if matches(e, keywords)][:backfill]
+
+
 def _newest(episodes: Sequence[Episode], count: int) -> set[str]:
     ordered = sorted(episodes, key=lambda e: (e.published_at, e.guid), reverse=True)
     return {e.guid for e in ordered[:count]}

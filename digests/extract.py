@@ -17,7 +17,7 @@ import isodate
 
 from digests.models import Episode, ParsedSource, PullRequestRef, RawEntry
 from digests.parse.text import MAX_TEXT, paragraphs, squash, stable_guid
-from digests.types import UNKNOWN_DATE
+from digests.types import MENTIONS, UNKNOWN_DATE, PrMode
 from digests.update import feed_order_dates
 
 __all__ = [
@@ -433,29 +433,33 @@ _SET_CONTEXT = _REF_FIELDS["context"].__set__
 _new = object.__new__
 
 
-def pull_requests(text: str, repo: str) -> tuple[PullRequestRef, ...]:
+def pull_requests(text: str, repo: str, prs: PrMode = MENTIONS) -> tuple[PullRequestRef, ...]:
     """Every PR the text names, in order of first mention, no repeats, with its sentence."""
-    return tuple(_pull_requests(text, repo))
+    return tuple(_pull_requests(text, repo, prs=prs))
 
 
 def _pull_requests(
-    text: str, repo: str, lower: str | None = None, normalised: bool = False
+    text: str,
+    repo: str,
+    lower: str | None = None,
+    normalised: bool = False,
+    prs: PrMode = MENTIONS,
 ) -> list[PullRequestRef]:
     """Each PR ``text`` names.
 
     ``lower`` is ``text.lower()`` when the caller has it. ``normalised`` says ``text`` is
     the output of ``summary`` or ``transcript`` (single spaces, paragraphs split by exactly
     one blank line, nothing around), so sentences need only be found in the paragraphs
-    from the first mention's to the last one's.
+    from the first mention's to the last one's. ``prs``: which mentions count (``PrMode``).
     """
-    if not text:
+    if not text or prs == "off":
         return []
     if lower is None:
         lower = text.lower()
     if len(lower) != len(text):
         # A few characters lower-case to two; keep offsets valid by scanning the original.
         lower = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-    found = _mentions(text, lower, MAX_PULL_REQUESTS)
+    found = _mentions(text, lower, MAX_PULL_REQUESTS, heads=prs == MENTIONS)
     if not found:
         return []
     if len(found) > 1:
@@ -506,14 +510,16 @@ def mention_positions(text: str, repo: str) -> list[tuple[int, str]]:
     return [(pos, url or base + str(number)) for pos, number, url in found]
 
 
-def _mentions(text: str, lower: str, cap: int | None) -> list[tuple[int, int, str]]:
+def _mentions(
+    text: str, lower: str, cap: int | None, heads: bool = True
+) -> list[tuple[int, int, str]]:
     """Each PR mention: (position, number, url or "" for a bare number), unsorted; a list
-    stops growing at ``cap`` (None: never)."""
+    stops growing at ``cap`` (None: never). ``heads=False``: links only, no "PR 12"."""
     found: list[tuple[int, int, str]] = []  # (position, number, url or "")
     append = found.append
-    if "pr" in lower:
+    if heads and "pr" in lower:
         _head_mentions(_PR_MENTIONS[0], text, lower, append)
-    if "request" in lower:  # a cheaper test than "pull": links hold "/pull/"
+    if heads and "request" in lower:  # a cheaper test than "pull": links hold "/pull/"
         _head_mentions(_PR_MENTIONS[1], text, lower, append)
     if cap is not None and len(found) > cap:
         # Which list numbers the cap drops depends on the order heads are met in: the
@@ -569,23 +575,26 @@ def _capped_mentions(text: str, lower: str, cap: int) -> list[tuple[int, int, st
     return found
 
 
-def named_count(text: str, repo: str) -> int:
+def named_count(text: str, repo: str, prs: PrMode = MENTIONS) -> int:
     """How many distinct PRs ``text`` names, past the cap on what an episode keeps (so a
     thread can say "the first 200 of 250")."""
-    if not text:
+    if not text or prs == "off":
         return 0
     lower = text.lower()
     if len(lower) != len(text):
         lower = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
     base = f"https://github.com/{repo}/pull/"
-    return len({url or base + str(number) for _, number, url in _mentions(text, lower, None)})
+    found = _mentions(text, lower, None, heads=prs == MENTIONS)
+    return len({url or base + str(number) for _, number, url in found})
 
 
-def _named(found: Sequence[PullRequestRef], text: str, repo: str) -> int:
+def _named(
+    found: Sequence[PullRequestRef], text: str, repo: str, prs: PrMode = MENTIONS
+) -> int:
     """``named_count`` when it is more than ``found`` (only at the cap can it be); else 0."""
     if len(found) < MAX_PULL_REQUESTS:
         return 0
-    count = named_count(text, repo)
+    count = named_count(text, repo, prs)
     return count if count > len(found) else 0
 
 
@@ -699,7 +708,12 @@ def _guid(entry: RawEntry) -> str:
 
 
 def extract_entry(
-    entry: RawEntry, guid: str, show: str, repo: str, names: list[tuple[str, str]]
+    entry: RawEntry,
+    guid: str,
+    show: str,
+    repo: str,
+    names: list[tuple[str, str]],
+    prs: PrMode = MENTIONS,
 ) -> Episode:
     """One raw entry's episode: the text work (sentences, PR mentions, headline, date)."""
     # A feed reader's text is normalised already: a paragraph of it is squashed too.
@@ -713,9 +727,9 @@ def extract_entry(
         # then the transcript's not named yet, each with its own sentence.
         text_lower = description_lower + "\n\n" + lower if text else description_lower
         both = description + "\n\n" + text if text else description
-        found = _pull_requests(both, repo, text_lower, normalised=True)
+        found = _pull_requests(both, repo, text_lower, normalised=True, prs=prs)
     else:
-        found = _pull_requests(text, repo, lower, normalised=True)
+        found = _pull_requests(text, repo, lower, normalised=True, prs=prs)
         # No description (an item with only content:encoded, an Atom entry with only
         # <content>): the transcript's opening says what the episode covers. Its PRs
         # are the transcript's, scanned above once.
@@ -740,7 +754,7 @@ def extract_entry(
             "pr_info": (),
             "transcript_links": entry.transcripts,
             "chapters_url": entry.chapters_url,
-            "pull_requests_named": _named(found, both, repo),
+            "pull_requests_named": _named(found, both, repo, prs),
             "raw_hash": _settled(entry, when),
             "pr_times": (),
             "chapters": (),
@@ -782,7 +796,9 @@ def _settled(entry: RawEntry, when: datetime | None) -> str | None:
     return entry.raw_hash
 
 
-def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
+def build_episodes(
+    parsed: ParsedSource, show: str, repo: str, prs: PrMode = MENTIONS
+) -> list[Episode]:
     """Episodes of a parsed source, newest first, one per guid (first occurrence wins).
 
     An item the parse skipped (``parsed.skipped``: its bytes hash as a stored episode's)
@@ -802,7 +818,7 @@ def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
             continue
         seen.add(guid)
         here = names if entry.show is None else _show_names(show, parsed.show_title, entry.show)
-        episodes.append(extract_entry(entry, guid, show, repo, here))
+        episodes.append(extract_entry(entry, guid, show, repo, here, prs))
     # Newest first; an undated item keeps its place among its dated neighbours.
     placed = feed_order_dates(episodes)
     order = {id(e): placed.get(i, e.published_at) for i, e in enumerate(episodes)}
@@ -810,7 +826,9 @@ def build_episodes(parsed: ParsedSource, show: str, repo: str) -> list[Episode]:
     return episodes
 
 
-def with_transcript(episode: Episode, full_text: str, repo: str) -> Episode:
+def with_transcript(
+    episode: Episode, full_text: str, repo: str, prs: PrMode = MENTIONS
+) -> Episode:
     """``episode`` with a transcript fetched from its ``<podcast:transcript>`` link: that
     text becomes its transcript, and its PRs are found there first — the full sentence,
     where the feed's excerpt is cut with "…" at the PR — then in the summary and the feed's
@@ -819,12 +837,12 @@ def with_transcript(episode: Episode, full_text: str, repo: str) -> Episode:
     text, lower = _cleaned(paragraphs(full_text), paragraphs)
     if not text:
         return episode
-    found = _pull_requests(text, repo, lower, normalised=True)
+    found = _pull_requests(text, repo, lower, normalised=True, prs=prs)
     named = {ref.number for ref in found}
     rest = "\n\n".join(part for part in (episode.summary, episode.transcript) if part)
-    found += [ref for ref in _pull_requests(rest, repo) if ref.number not in named]
+    found += [ref for ref in _pull_requests(rest, repo, prs=prs) if ref.number not in named]
     summary_text = episode.summary or lead(text)
-    count = _named(found, text + "\n\n" + rest if rest else text, repo)
+    count = _named(found, text + "\n\n" + rest if rest else text, repo, prs)
     return episode.model_copy(
         update={
             "transcript": text,

@@ -35,7 +35,7 @@ from digests.parse.transcripts import TRANSCRIPT_TYPES, transcript_text
 from digests.store import Store
 from digests.store.transcripts import ChapterStore, TranscriptStore
 from digests.timings import pr_times
-from digests.types import StoredTranscript
+from digests.types import MENTIONS, PrMode, StoredTranscript
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +165,7 @@ async def attach_transcripts(
     *,
     show: str,
     repo: str,
+    prs: PrMode = MENTIONS,
     client: httpx.AsyncClient,
     transcripts: TranscriptStore,
     now: datetime,
@@ -199,7 +200,7 @@ async def attach_transcripts(
         for i, ep, link in linked:
             got = stored.get(keys[i])
             if got is not None and got.status == "ok" and got.url == link.url:
-                out[i] = with_transcript(ep, got.text, repo)
+                out[i] = with_transcript(ep, got.text, repo, prs)
                 if got.pr_times:
                     out[i] = out[i].model_copy(update={"pr_times": got.pr_times})
                 used += 1
@@ -223,6 +224,7 @@ async def linked_documents_phase(
     *,
     show: str,
     repo: str,
+    prs: PrMode = MENTIONS,
     now: datetime,
     feed_location: str,
     feed_policy: PrivatePolicy,
@@ -235,6 +237,7 @@ async def linked_documents_phase(
         episodes,
         show=show,
         repo=repo,
+        prs=prs,
         client=client,
         transcripts=TranscriptStore(store),
         now=now,

@@ -20,6 +20,12 @@ from digests.filters import Filter
 from digests.models import UNKNOWN_DATE as UNKNOWN_DATE
 from digests.models import Chapter, Episode, PrTime
 
+# Which PRs a show's text names (its `prs` setting): "PR 123" and links (the default), only
+# github.com/owner/repo/pull/N links (a show whose "PR 2" is no GitHub PR: a mailing-list
+# patch series), or none.
+PrMode = Literal["mentions", "links", "off"]
+MENTIONS: PrMode = "mentions"
+
 Ident = tuple[str, str, str, str]  # a delivery: (team_id, channel_id, kind, key)
 
 

@@ -25,6 +25,16 @@ from digests.types import (
     is_undated,
 )
 
+# An item the feed dates further ahead than this of when the bot first saw it is dated when
+# first seen, as an undated one is (README): otherwise it would top every "recent" list until
+# its date. A day covers clocks and feeds off by a time zone.
+AHEAD = timedelta(days=1)
+
+
+def dated_ahead(when: datetime, seen_at: datetime) -> bool:
+    """Whether a feed's date ``when`` is too far ahead of ``seen_at`` to be believed."""
+    return not is_undated(when) and when > seen_at + AHEAD
+
 
 def episode_identity(episode: Episode) -> EpisodeIdentity:
     """(show, guid) as the store keys it: without NUL, which PostgreSQL text refuses.
@@ -97,7 +107,9 @@ def _dates(
     the bot first stored it: otherwise it would be posted as 1970 and fall outside every
     "recent" list and weekly recap. On the first read of a feed (nothing of it stored) it
     takes its place among its dated neighbours — it is part of the archive, not news;
-    one that appears on a later poll is dated when first seen.
+    one that appears on a later poll is dated when first seen. So is one the feed dates
+    more than ``AHEAD`` after it was first seen, and it keeps that date as an undated one
+    does.
     """
     dates: dict[EpisodeIdentity, datetime] = {}
     repaired: list[EpisodeIdentity] = []
@@ -107,12 +119,8 @@ def _dates(
         if i in placed:
             dates[key] = placed[i]
     # In feed order (newest first, by convention), which the dates given here keep.
-    undated = [
-        key
-        for key, episode in batch.items()
-        if is_undated(episode.published_at) and key not in dates
-    ]
-    for order, key in enumerate(undated):
+    undated = [key for key, episode in batch.items() if _unbelieved(episode, stored.get(key), now)]
+    for order, key in enumerate(k for k in undated if k not in dates):
         row = stored.get(key)
         if row is None:
             # New ones a microsecond apart: a feed without dates still has a newest item,
@@ -125,6 +133,18 @@ def _dates(
         else:
             dates[key] = row.published_at
     return dates, repaired
+
+
+def _unbelieved(episode: Episode, row: StoredEpisode | None, now: datetime) -> bool:
+    """An item whose date the store does not take from the feed: none, or one further
+    ahead of when the bot first saw it than ``AHEAD`` (stored: when the store dated it
+    earlier than the feed does, that is, when first seen)."""
+    when = episode.published_at
+    if is_undated(when):
+        return True
+    if row is None:
+        return dated_ahead(when, now)
+    return dated_ahead(when, row.first_seen_at) and row.published_at < when
 
 
 def decide_upsert(

@@ -41,10 +41,10 @@ def test_preview_says_per_episode_which_term_decided(slack_app: RunningApp) -> N
     body = reply(slack_app.sender.slash("preview PyTorch compiler “dynamic shapes” -hang"))
     assert lines(body)[:2] == [
         "Preview of *PyTorch*: mentions compiler or “dynamic shapes”, never hang",
-        "Of its last 20 episodes, 1 would be posted and 19 skipped.",
+        "Of its last 20 episodes, this filter lets 1 through and skips 19.",
     ]
     assert line_for(body, "Compiler Parity Push") == (
-        ":white_check_mark: *1 Oct 2026* Compiler Parity Push — would be posted: mentions "
+        ":white_check_mark: *1 Oct 2026* Compiler Parity Push — let through: mentions "
         "“compiler”"
     )
     assert line_for(body, "Distributed Hang Fixes and Compiler Hardening").endswith(
@@ -54,9 +54,12 @@ def test_preview_says_per_episode_which_term_decided(slack_app: RunningApp) -> N
         "— skipped: mentions none of “compiler”, “dynamic shapes”"
     )
     assert sum(1 for line in lines(body) if " — " in line) == 20
+    # What subscribing would post, as the subscribe reply says it (issue 31, item 8).
     assert lines(body)[-1] == (
-        'Nothing changed. To get these here: `/episodes subscribe PyTorch compiler "dynamic '
-        'shapes" -hang`'
+        'Nothing changed. `/episodes subscribe PyTorch compiler "dynamic shapes" -hang` here '
+        "would post each new episode this filter lets through, and at the next poll already: "
+        "Thu 1 Oct 2026 · <https://episodes.example.test/pytorch/2026-10-01|Compiler Parity "
+        "Push> · 3:23 · 2 PRs."
     )
     # A preview changes nothing and posts nothing.
     assert slack_app.store.subscriptions() == []
@@ -67,7 +70,7 @@ def test_a_required_term_and_the_show_left_out(slack_app: RunningApp) -> None:
     body = reply(slack_app.sender.slash("preview +watchdog"))
     assert lines(body)[0] == "Preview of *PyTorch*: must mention watchdog"
     assert line_for(body, "Distributed Hang Fixes and Compiler Hardening").endswith(
-        "— would be posted"
+        "— let through"
     )
     assert line_for(body, "Compiler Parity Push").endswith(
         "— skipped: does not mention “watchdog”, required"
@@ -78,20 +81,23 @@ def test_a_filter_of_only_exclusions_is_allowed_and_says_so(slack_app: RunningAp
     body = reply(slack_app.sender.slash("preview PyTorch -filler"))
     assert lines(body)[:3] == [
         "Preview of *PyTorch*: never filler",
-        "Of its last 20 episodes, 4 would be posted and 16 skipped.",
-        "This filter only excludes: every episode that mentions none of those is posted.",
+        "Of its last 20 episodes, this filter lets 4 through and skips 16.",
+        "This filter only excludes: it lets through every episode that mentions none of those.",
     ]
     assert line_for(body, "Filler Day 25").endswith("— skipped: mentions “filler”, excluded")
-    assert line_for(body, "Compiler Parity Push").endswith("— would be posted")
+    assert line_for(body, "Compiler Parity Push").endswith("— let through")
 
 
 def test_no_filter_previews_every_episode(slack_app: RunningApp) -> None:
     body = reply(slack_app.sender.slash("preview PyTorch"))
     assert lines(body)[:2] == [
         "Preview of *PyTorch*: every episode",
-        "Of its last 20 episodes, 20 would be posted and 0 skipped.",
+        "Of its last 20 episodes, this filter lets 20 through and skips 0.",
     ]
-    assert lines(body)[-1] == "Nothing changed. To get these here: `/episodes subscribe PyTorch`"
+    assert lines(body)[-1] == (
+        "Nothing changed. `/episodes subscribe PyTorch` here would post its newest episode at "
+        "the next poll, then every new one."
+    )
 
 
 @pytest.mark.parametrize(
@@ -182,11 +188,11 @@ def test_the_notification_text_keeps_the_title_and_the_summary_apart(
     body = reply(slack_app.sender.slash("preview PyTorch -filler -rocm"))
     assert body["text"] == (
         "Preview of *PyTorch*: never filler or rocm. "
-        "Of its last 20 episodes, 4 would be posted and 16 skipped."
+        "Of its last 20 episodes, this filter lets 4 through and skips 16."
     )
     assert lines(body)[:2] == [
         "Preview of *PyTorch*: never filler or rocm",
-        "Of its last 20 episodes, 4 would be posted and 16 skipped.",
+        "Of its last 20 episodes, this filter lets 4 through and skips 16.",
     ]
 
 
@@ -194,8 +200,8 @@ async def test_a_show_of_one_episode_is_previewed_in_the_singular(rig: Rig) -> N
     await rig.poll(START)
     assert len(rig.store.recent(20, shows=["PyTorch"])) == 1
     assert rig.slash("preview PyTorch")[0] == (
-        "Preview of *PyTorch*: every episode\nIts only episode would be posted."
+        "Preview of *PyTorch*: every episode\nThis filter lets its only episode through."
     )
     assert rig.slash("preview PyTorch -briefing")[0] == (
-        "Preview of *PyTorch*: never briefing\nIts only episode would be skipped."
+        "Preview of *PyTorch*: never briefing\nThis filter skips its only episode."
     )

@@ -13,6 +13,9 @@ from digests.store import Store, search
 from digests.store.episodes import ANALYZE_AFTER
 
 START = datetime(2026, 1, 5, 13, 0, tzinfo=UTC)
+# When the store read them: after every date here (an item dated more than a day after it
+# is first seen is dated when first seen instead).
+SEEN = START + timedelta(days=ANALYZE_AFTER)
 
 
 def _episode(show: str, day: int, headline: str = "", transcript: str = "") -> Episode:
@@ -29,7 +32,7 @@ def _episode(show: str, day: int, headline: str = "", transcript: str = "") -> E
 
 def _fill(store: Store, count: int = 10) -> None:
     for show in ("PyTorch", "Triton"):
-        store.upsert_episodes([_episode(show, d, transcript="gather") for d in range(count)], START)
+        store.upsert_episodes([_episode(show, d, transcript="gather") for d in range(count)], SEEN)
 
 
 def test_the_read_indexes_exist(store: Store) -> None:
@@ -50,7 +53,7 @@ def test_search_ranks_only_the_newest_matches(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The first stored episode is the best match by far, but outside the bound of three.
-    store.upsert_episodes([_episode("PyTorch", -5, headline="gather gather gather")], START)
+    store.upsert_episodes([_episode("PyTorch", -5, headline="gather gather gather")], SEEN)
     _fill(store)
     assert store.search("gather", limit=10)[0].guid == "PyTorch--5"
     monkeypatch.setattr(search, "RANKED_CANDIDATES", 3)
@@ -65,7 +68,7 @@ def test_an_unranked_search_is_newest_first_within_the_bound(
 ) -> None:
     # No scores (bm25's first call counts each word's matches in the whole archive): the
     # best match by far comes last, as the oldest; the bound still holds.
-    store.upsert_episodes([_episode("PyTorch", -5, headline="gather gather gather")], START)
+    store.upsert_episodes([_episode("PyTorch", -5, headline="gather gather gather")], SEEN)
     _fill(store)
     found = store.search("gather", limit=50, ranked=False)
     assert [e.published_at for e in found] == sorted((e.published_at for e in found), reverse=True)
@@ -83,7 +86,7 @@ def test_a_search_reads_pull_requests_only_for_the_episodes_picked(store: Store)
             _episode("PyTorch", d, transcript="gather").model_copy(update={"pull_requests": (pr,)})
             for d in range(5)
         ],
-        START,
+        SEEN,
     )
     pools: list[list[Episode]] = []
 
@@ -100,7 +103,7 @@ def test_a_search_reads_pull_requests_only_for_the_episodes_picked(store: Store)
 
 
 def test_a_large_upsert_refreshes_the_statistics(store: Store) -> None:
-    store.upsert_episodes([_episode("PyTorch", d) for d in range(ANALYZE_AFTER)], START)
+    store.upsert_episodes([_episode("PyTorch", d) for d in range(ANALYZE_AFTER)], SEEN)
     with store._db.engine.connect() as conn:
         if conn.dialect.name == "sqlite":
             rows = conn.exec_driver_sql("SELECT count(*) FROM sqlite_stat1 WHERE tbl='episodes'")
@@ -119,7 +122,7 @@ def test_title_words_stay_substrings_through_the_trigram_index(store: Store) -> 
             _episode("PyTorch", 2, headline="Reworked guards for dynamic shapes"),
             _episode("Triton", 3, headline="Shard layouts, day 2500"),
         ],
-        START,
+        SEEN,
     )
     found = lambda *words: [e.guid for e in store.by_title_words(list(words))]  # noqa: E731
     assert found("shard") == ["Triton-3", "PyTorch-1"]
@@ -131,8 +134,8 @@ def test_title_words_stay_substrings_through_the_trigram_index(store: Store) -> 
 
 
 def test_the_title_trigram_index_follows_updates_and_deletes(store: Store) -> None:
-    store.upsert_episodes([_episode("PyTorch", 1, headline="Sharding the optimizer")], START)
-    store.upsert_episodes([_episode("PyTorch", 1, headline="Fusion passes")], START)
+    store.upsert_episodes([_episode("PyTorch", 1, headline="Sharding the optimizer")], SEEN)
+    store.upsert_episodes([_episode("PyTorch", 1, headline="Fusion passes")], SEEN)
     assert store.by_title_words(["sharding"]) == []
     assert [e.guid for e in store.by_title_words(["fusion"])] == ["PyTorch-1"]
     if store._db.dialect == "sqlite":
@@ -147,7 +150,7 @@ def test_a_search_within_shows_finds_only_their_matches(store: Store) -> None:
     # "gather" in most of the archive but in none of Lightning's episodes: the scope is
     # part of the index's query, not a filter that the archive's matches are read for.
     _fill(store)
-    store.upsert_episodes([_episode("Lightning", d, transcript="fused") for d in range(5)], START)
+    store.upsert_episodes([_episode("Lightning", d, transcript="fused") for d in range(5)], SEEN)
     assert store.search("gather", shows=["Lightning"]) == []
     assert {e.show for e in store.search("gather", shows=["Lightning", "Triton"])} == {"Triton"}
     assert len(store.search("gather", limit=50, shows=["PyTorch", "Triton"])) == 20
@@ -161,7 +164,7 @@ def test_a_search_within_shows_finds_only_their_matches(store: Store) -> None:
 def test_a_show_s_id_is_not_a_word_of_its_episodes(store: Store) -> None:
     for show in ("PyTorch", "Triton"):  # no digits in the text: only a show's id could match
         store.upsert_episodes(
-            [_episode(show, d, headline="News", transcript="gather") for d in range(3)], START
+            [_episode(show, d, headline="News", transcript="gather") for d in range(3)], SEEN
         )
     with store._db.engine.connect() as conn:
         ids = [str(i) for i in conn.exec_driver_sql("SELECT id FROM shows").scalars()]
@@ -179,9 +182,9 @@ def test_a_scoped_search_reads_the_newest_first_then_the_index(
     monkeypatch.setattr(search, "SCOPE_WINDOW", 6)
     words = {0: "gather", 1: "gather", 8: "gather"}
     store.upsert_episodes(
-        [_episode("PyTorch", d, transcript=words.get(d, "scatter")) for d in range(12)], START
+        [_episode("PyTorch", d, transcript=words.get(d, "scatter")) for d in range(12)], SEEN
     )
-    store.upsert_episodes([_episode("Triton", d, transcript="gather") for d in range(12)], START)
+    store.upsert_episodes([_episode("Triton", d, transcript="gather") for d in range(12)], SEEN)
     found = lambda word: {e.guid for e in store.search(word, shows=["PyTorch"])}  # noqa: E731
     assert found("scatter") == {"PyTorch-11", "PyTorch-10", "PyTorch-9"}  # the window's
     assert found("gather") == {"PyTorch-8", "PyTorch-1", "PyTorch-0"}  # one in the window
@@ -219,8 +222,8 @@ def test_postgresql_plans_each_search_for_its_own_words(store: Store) -> None:
 
 
 def test_the_search_index_follows_updates_and_deletes(store: Store) -> None:
-    store.upsert_episodes([_episode("PyTorch", d, transcript="gather") for d in range(3)], START)
-    store.upsert_episodes([_episode("PyTorch", 1, transcript="scatter")], START)
+    store.upsert_episodes([_episode("PyTorch", d, transcript="gather") for d in range(3)], SEEN)
+    store.upsert_episodes([_episode("PyTorch", 1, transcript="scatter")], SEEN)
     with store._db.engine.begin() as conn:
         conn.exec_driver_sql("DELETE FROM episodes WHERE guid = 'PyTorch-2'")
     assert [e.guid for e in store.search("gather", shows=["PyTorch"])] == ["PyTorch-0"]

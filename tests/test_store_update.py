@@ -93,6 +93,22 @@ CASES = {
         dates=[DAY, NOW - US],
         inserts=["new"],
     ),
+    "an item dated a month ahead is dated now; one a few hours ahead keeps its date": Case(
+        [ep("soon", NOW + timedelta(hours=20)), ep("ahead", NOW + timedelta(days=30))],
+        statuses=[NEW, NEW],
+        dates=[NOW + timedelta(hours=20), NOW],
+        inserts=["soon", "ahead"],
+    ),
+    "an item stored when first seen keeps that date, edited or not": Case(
+        [ep("a", NOW + timedelta(days=30)), ep("b", NOW + timedelta(days=30), title="Edited")],
+        state={
+            "a": stored(7, ep("a", NOW + timedelta(days=30)), when=FIRST_SEEN),
+            "b": stored(8, ep("b", NOW + timedelta(days=30)), when=FIRST_SEEN),
+        },
+        statuses=[UNCHANGED, CHANGED],
+        dates=[FIRST_SEEN, FIRST_SEEN],
+        updates=[("b", 8)],
+    ),
     "the last copy of a guid wins, in the place of the first": Case(
         [ep("a", title="First"), ep("b"), ep("a", title="Second")],
         statuses=[NEW, NEW],

@@ -90,7 +90,7 @@ def run_command(command: Command, deps: Deps, invocation: Invocation) -> Message
         case Help():
             return help_reply(command.unknown)
         case Preview():
-            return control.preview(command, deps)
+            return control.preview(command, deps, invocation)
         case Pause():
             return control.pause(command, deps, invocation)
         case Explain():

@@ -22,7 +22,7 @@ from bot.commands.dates import show_day
 from bot.commands.model import Pause, Preview, Resume, Subscribe
 from bot.commands.replies import context, message, nothing, section
 from digests.daily import catch_up_key
-from digests.decide import CATCH_UP, MISSED_SCAN, episode_key, matches
+from digests.decide import CATCH_UP, MISSED_SCAN, UNFINISHED, episode_key, matches, promised
 from digests.filters import Check, Filter, Verdict
 from digests.models import Episode
 from digests.render import escape
@@ -62,7 +62,7 @@ def episode_line(episode: Episode, check: Check, chosen: Filter, deps: Deps) -> 
     return msg.PREVIEW_SKIP_NONE.format(**parts, terms=terms)
 
 
-def preview(command: Preview, deps: Deps) -> Message:
+def preview(command: Preview, deps: Deps, invocation: Invocation) -> Message:
     show = escape.mrkdwn(command.show)
     episodes = deps.store.recent(PREVIEW_EPISODES, shows=[command.show])
     if not episodes:
@@ -79,9 +79,71 @@ def preview(command: Preview, deps: Deps) -> Message:
     for start in range(0, len(lines), LINES_PER_SECTION):
         blocks.append(section("\n".join(lines[start : start + LINES_PER_SECTION])))
     args = escape.mrkdwn(" ".join(filter(None, (msg.command_arg(command.show), chosen.unparse()))))
-    blocks.append(context(msg.PREVIEW_FOOTER.format(command=msg.COMMAND, args=args)))
+    blocks.append(context(_footer(command.show, chosen, episodes, args, deps, invocation)))
     # The fallback text is one line: the title needs its full stop there, not in the blocks.
     return message(msg.PREVIEW_TEXT.format(title=title, summary=summary), blocks)
+
+
+def backfill(
+    show: str,
+    chosen: Filter,
+    deps: Deps,
+    invocation: Invocation,
+    recent: Sequence[Episode] | None = None,
+) -> list[Episode]:
+    """What a new subscription of this channel to ``show`` with ``chosen`` posts at once,
+    newest first: of the show's last ``PREVIEW_EPISODES`` (``recent`` when read already),
+    the newest ``backfill`` the filter lets through (``digests.decide.promised``) that the
+    channel has not had. ``subscribe`` records them (:func:`promise`); ``preview`` says so."""
+    if recent is None:
+        recent = deps.store.recent(PREVIEW_EPISODES, shows=[show])
+    picks = {episode_key(show, e.guid): e for e in promised(recent, chosen, deps.settings.backfill)}
+    if not picks:
+        return []
+    where = (invocation.team_id, invocation.channel_id)
+    had = Ledger.for_store(deps.store).entries("episode", picks, [where]).get(where, {})
+    return [e for k, e in picks.items() if k not in had or had[k].state in UNFINISHED]
+
+
+def promise(sub: Subscription, episodes: Sequence[Episode], deps: Deps) -> None:
+    """Pending ledger rows for what a subscribe reply promised: the next plan of the show
+    (or the recovery sweep) posts them, and what arrives after them, as they are newer
+    than what the channel then has."""
+    rows = [
+        NewRow(sub.team_id, sub.channel_id, "episode", episode_key(sub.show, e.guid), show=sub.show)
+        for e in episodes
+    ]
+    if rows:
+        ledger = Ledger.for_store(deps.store)
+        ledger.run(lambda conn: ledger.ensure(conn, rows, deps.now()))
+
+
+def _footer(
+    show: str,
+    chosen: Filter,
+    episodes: Sequence[Episode],
+    args: str,
+    deps: Deps,
+    invocation: Invocation,
+) -> str:
+    """What ``subscribe`` with this filter would do here, as its own reply would say it."""
+    parts = {"command": msg.COMMAND, "args": args, "show": escape.mrkdwn(show)}
+    followed = deps.store.subscriptions(
+        team_id=invocation.team_id, channel_id=invocation.channel_id, show=show
+    )
+    if followed:
+        return msg.PREVIEW_FOOTER_FOLLOWED.format(**parts)
+    if chosen.empty:
+        count = deps.settings.backfill
+        if count <= 0:
+            return msg.PREVIEW_FOOTER_EVERY_NEW.format(**parts)
+        newest = msg.PREVIEW_NEWEST_ONE if count == 1 else msg.PREVIEW_NEWEST_MANY
+        return msg.PREVIEW_FOOTER_EVERY.format(**parts, newest=newest.format(count=count))
+    found = backfill(show, chosen, deps, invocation, episodes)
+    if not found:
+        return msg.PREVIEW_FOOTER_NONE.format(**parts)
+    listed = ", ".join(str(deps.renderer.episode_line(e)) for e in found)
+    return msg.PREVIEW_FOOTER.format(**parts, episodes=listed)
 
 
 def _summary(total: int, posted: int) -> str:

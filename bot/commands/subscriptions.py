@@ -9,13 +9,12 @@ from typing import Any
 from bot import messages as msg
 from bot.commands.announce import Change, folded, subscribed, unsubscribed
 from bot.commands.base import Deps, Invocation
-from bot.commands.control import hold_note
+from bot.commands.control import backfill, hold_note, promise
 from bot.commands.filter_words import filter_text
 from bot.commands.model import DAILY_OFF
 from bot.commands.parse import ListSubscriptions, Status, Subscribe, Unsubscribe
 from bot.commands.replies import Block, context, divider, message, nothing, section
 from digests.daily import Arrival, next_due, wanted, window
-from digests.decide import matches
 from digests.models import Episode
 from digests.render import escape
 from digests.render.limits import Message
@@ -83,7 +82,7 @@ def subscribe_told(
         moved_to = command.daily
         text += " " + msg.DAILY_TIME_MOVED.format(at=command.daily)
     blocks = [section(text), section(summary_line(made, deps))]
-    reply = message(text, blocks + _backfill_note(command, deps, new))
+    reply = message(text, blocks + _promise_backfill(command, deps, invocation, new))
     return reply, subscribed(changes, moved_to, deps, invocation)
 
 
@@ -189,10 +188,14 @@ def summary_line(subs: Sequence[Subscription], deps: Deps) -> str:
     )
 
 
-def _backfill_note(command: Subscribe, deps: Deps, made: Sequence[Subscription]) -> list[Block]:
+def _promise_backfill(
+    command: Subscribe, deps: Deps, invocation: Invocation, made: Sequence[Subscription]
+) -> list[Block]:
     # Only new subscriptions: one made before already has its watermark, no backfill.
-    """What a new keyword subscription will get at the next poll: the planner's backfill is
-    the show's newest ``backfill`` episodes, those the keywords match (``digests.decide``)."""
+    """What a new keyword subscription will get at the next poll, recorded and said (as
+    ``preview`` says it): the newest ``backfill`` of the show's recent episodes its filter
+    lets through (``control.backfill``), given ledger rows for the channel
+    (``control.promise``) so the next poll posts them whatever arrives meanwhile."""
     if not made or not command.keywords:
         return []
     if all(sub.daily for sub in made):
@@ -201,8 +204,11 @@ def _backfill_note(command: Subscribe, deps: Deps, made: Sequence[Subscription])
         return []
     found: list[Episode] = []
     for sub in made:
-        newest = deps.store.recent(deps.settings.backfill, shows=[sub.show])
-        found += [e for e in newest if matches(e, sub.filter)]
+        if sub.daily:
+            continue
+        picked = backfill(sub.show, sub.filter, deps, invocation)
+        promise(sub, picked, deps)
+        found += picked
     if not found:
         return [context(msg.BACKFILL_NONE)]
     several = len(made) > 1

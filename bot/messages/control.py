@@ -13,23 +13,47 @@ FILTER_EMPTY_QUOTES = (
 )
 PREVIEW_NO_EPISODES = "*{show}* has no episodes yet, so there is nothing to preview."
 PREVIEW_TITLE = "Preview of *{show}*: {filter}"
-PREVIEW_SUMMARY = "Of its last {total} episodes, {posted} would be posted and {skipped} skipped."
+PREVIEW_SUMMARY = (
+    "Of its last {total} episodes, this filter lets {posted} through and skips {skipped}."
+)
 # A show with one episode so far.
-PREVIEW_SUMMARY_ONE_POSTED = "Its only episode would be posted."
-PREVIEW_SUMMARY_ONE_SKIPPED = "Its only episode would be skipped."
+PREVIEW_SUMMARY_ONE_POSTED = "This filter lets its only episode through."
+PREVIEW_SUMMARY_ONE_SKIPPED = "This filter skips its only episode."
 # The notification text: the title and the summary as one line.
 PREVIEW_TEXT = "{title}. {summary}"
 PREVIEW_ONLY_EXCLUDES = (
-    "This filter only excludes: every episode that mentions none of those is posted."
+    "This filter only excludes: it lets through every episode that mentions none of those."
 )
-PREVIEW_POST = ":white_check_mark: {day} {headline} — would be posted"
-PREVIEW_POST_TERM = ":white_check_mark: {day} {headline} — would be posted: mentions {term}"
+PREVIEW_POST = ":white_check_mark: {day} {headline} — let through"
+PREVIEW_POST_TERM = ":white_check_mark: {day} {headline} — let through: mentions {term}"
 PREVIEW_SKIP_EXCLUDED = ":no_entry_sign: {day} {headline} — skipped: mentions {term}, excluded"
 PREVIEW_SKIP_REQUIRED = (
     ":no_entry_sign: {day} {headline} — skipped: does not mention {term}, required"
 )
 PREVIEW_SKIP_NONE = ":no_entry_sign: {day} {headline} — skipped: mentions none of {terms}"
-PREVIEW_FOOTER = "Nothing changed. To get these here: `{command} subscribe {args}`"
+# What `subscribe` with the filter would post here, as its reply would say it (and do).
+PREVIEW_FOOTER = (
+    "Nothing changed. `{command} subscribe {args}` here would post each new episode this "
+    "filter lets through, and at the next poll already: {episodes}."
+)
+PREVIEW_FOOTER_NONE = (
+    "Nothing changed. `{command} subscribe {args}` here would post none of these: the next "
+    "episode this filter lets through is the first posted here."
+)
+PREVIEW_FOOTER_EVERY = (
+    "Nothing changed. `{command} subscribe {args}` here would post {newest} at the next "
+    "poll, then every new one."
+)
+PREVIEW_FOOTER_EVERY_NEW = (
+    "Nothing changed. `{command} subscribe {args}` here would post every new episode from "
+    "the next poll on."
+)
+PREVIEW_NEWEST_ONE = "its newest episode"
+PREVIEW_NEWEST_MANY = "its newest {count} episodes"
+PREVIEW_FOOTER_FOLLOWED = (
+    "Nothing changed. This channel follows *{show}* already: `{command} subscribe {args}` "
+    "would filter the episodes that come next this way, and post none of these."
+)
 PREVIEW_HINT = "Which recent episodes this lets through: `{command} preview {args}`"
 PREVIEW_HINT_MANY = "Which recent episodes this lets through: {commands}"
 PREVIEW_HINT_ONE = "`{command} preview {args}`"
