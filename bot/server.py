@@ -23,6 +23,7 @@ import sqlalchemy as sa
 import uvicorn
 from slack_bolt.adapter.starlette.async_handler import (
     AsyncSlackRequestHandler,
+    to_async_bolt_request,
     to_starlette_response,
 )
 from slack_bolt.async_app import AsyncApp
@@ -35,7 +36,6 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from bot import logs, messages
-from bot.dispatch import bolt_request
 from bot.listen import listen
 from bot.metrics import CONTENT_TYPE, Metrics
 from bot.readiness import Probe, render, run_checks
@@ -130,7 +130,7 @@ async def _dispatch(
     a list) gets a polite reply instead of a 500 (which Slack shows as "dispatch_failed")."""
     req = None
     try:
-        req = bolt_request(request, body)
+        req = to_async_bolt_request(request, body)
         token = logs.push(request_id=request_id(), **logs.context_of(req.body))
         try:
             response = await app.async_dispatch(req)

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.authorization.async_authorize import AsyncAuthorize
+from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.http_retry.request import HttpRequest
@@ -78,8 +80,10 @@ def _refused(exc: BaseException) -> bool:
     return isinstance(data, dict) and data.get("error") in REFUSED_TOKEN
 
 
-class SlackIdentity:
+class SlackIdentity(AsyncAuthorize):
     """Bolt's ``authorize`` for one workspace's bot token (``resolve``; see the module docstring).
+    Without a token, requests are let through without one: slash commands still answer from
+    the store.
 
     ``clock``: monotonic seconds (a test's stand-in). The first failure waits ``backoff``
     before ``auth.test`` is asked again, doubling up to ``cap``.
@@ -99,6 +103,21 @@ class SlackIdentity:
         self.known: dict[str, Any] | None = None
         self._delay = backoff
         self._next_try = 0.0
+
+    async def __call__(
+        self,
+        *,
+        context: AsyncBoltContext,
+        enterprise_id: str | None,
+        team_id: str | None,
+        user_id: str | None,
+        actor_enterprise_id: str | None = None,
+        actor_team_id: str | None = None,
+        actor_user_id: str | None = None,
+    ) -> AuthorizeResult | None:
+        if not self.client.token:
+            return AuthorizeResult(enterprise_id=enterprise_id, team_id=team_id, user_id=user_id)
+        return await self.resolve(enterprise_id, team_id, user_id)
 
     async def resolve(
         self, enterprise_id: str | None, team_id: str | None, user_id: str | None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -53,3 +55,58 @@ def test_module_loads_no_io_library(module: str, forbidden: set[str]) -> None:
 )
 def test_module_loads_no_other_layer(module: str, forbidden: set[str]) -> None:
     assert modules_after(module) & forbidden == set()
+
+
+ROOT = Path(__file__).resolve().parents[1]
+# Bolt's private request path: overriding or reaching into any of it breaks on a minor release.
+_BOLT_PRIVATE_TEXT = ("_init_context", "_async_listeners", "AsyncWebClient.__new__")
+
+
+def _private_bolt_imports(path: Path, root: Path = ROOT) -> list[str]:
+    """``slack_bolt`` imports of a private module (an ``_name`` or ``internals`` part) or
+    of a private name, in one source file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules, names = [node.module], [alias.name for alias in node.names]
+        elif isinstance(node, ast.Import):
+            modules, names = [alias.name for alias in node.names], []
+        else:
+            continue
+        for module in modules:
+            parts = module.split(".")
+            if parts[0] != "slack_bolt":
+                continue
+            private = [p for p in parts if p.startswith("_") or p.endswith("internals")]
+            private += [n for n in names if n.startswith("_")]
+            if private:
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {module} {private}")
+    return found
+
+
+def test_no_private_bolt_name_is_used() -> None:
+    sources = sorted(p for top in ("bot", "digests") for p in (ROOT / top).rglob("*.py"))
+    assert sources
+    found = [line for path in sources for line in _private_bolt_imports(path)]
+    found += [
+        f"{path.relative_to(ROOT)}: {text}"
+        for path in sources
+        for text in _BOLT_PRIVATE_TEXT
+        if text in path.read_text(encoding="utf-8")
+    ]
+    assert found == []
+
+
+def test_the_private_bolt_check_finds_what_it_looks_for(tmp_path: Path) -> None:
+    source = (
+        "from slack_bolt.request.internals import parse_body\n"
+        "from slack_bolt.request.async_internals import build_async_context\n"
+        "from slack_bolt.app.async_app import _private\n"
+        "import slack_bolt._private_module\n"
+        "from slack_bolt.async_app import AsyncApp\n"
+    )
+    path = tmp_path / "bot" / "sample.py"
+    path.parent.mkdir()
+    path.write_text(source)
+    found = _private_bolt_imports(path, tmp_path)
+    assert len(found) == 4 and not any("AsyncApp" in line for line in found)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 from bot.commands import control, episodes, explain, follows, subscriptions, week
 from bot.commands.base import Deps, Invocation
@@ -41,7 +40,6 @@ from bot.commands.replies import (
     share_gone,
     with_share,
 )
-from bot.dispatch import ephemeral_body
 from digests.render.limits import Message
 
 __all__ = ["Answer", "Deps", "Invocation", "answer", "run_command"]
@@ -56,12 +54,6 @@ class Answer:
     share: str | None = None
     # For everyone in the channel, after a subscription change the reply confirms.
     announce: Message | None = None
-
-    @cached_property
-    def ephemeral_body(self) -> str:
-        """The reply as the slash command's HTTP answer: encoded once, however often a
-        cached answer is given."""
-        return ephemeral_body(self.message)
 
 
 def run_command(command: Command, deps: Deps, invocation: Invocation) -> Message:

@@ -8,7 +8,6 @@ import re
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
-from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import messages as msg
@@ -20,7 +19,6 @@ from bot.commands.model import CommandError
 from bot.commands.parse import Subscribe, Unsubscribe
 from bot.commands.replies import error_reply, message, section
 from bot.commands.shows_parse import AddShow, ShowCommand, head_word, parse_show_command
-from bot.dispatch import DigestApp, acked
 from bot.replay import is_changing
 from config.settings import CHANNEL_ID_PATTERN
 from digests.errors import StoreError, StoreTimeout
@@ -133,23 +131,19 @@ def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Answer] | None = N
         notices.add(task)
         task.add_done_callback(notices.discard)
 
-    # Bolt's app.command(...) matches and calls through its generic argument building on
-    # every request; DigestApp's listener does the same work directly (bot.dispatch).
-    command = app.command_listener if isinstance(app, DigestApp) else app.command
-
-    @command(msg.COMMAND)
+    @app.command(msg.COMMAND)
     async def on_episodes(
         ack: AsyncAck, respond: AsyncRespond, client: AsyncWebClient, command: dict[str, Any]
-    ) -> BoltResponse | None:
+    ) -> None:
         text = str(command.get("text") or "")
         invocation = invocation_of(command)
         refusal = refused(invocation)
         if refusal is not None:
             await ack(response_type="ephemeral", text=refusal["text"], blocks=refusal["blocks"])
-            return None
+            return
         if head_word(text) is not None:
             await on_show_command(ack, respond, client, text, invocation)
-            return None
+            return
         # The cache is touched only here, on the event loop: no lock needed.
         key = cache_key(text, deps, invocation)
         if key is None:
@@ -159,13 +153,12 @@ def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Answer] | None = N
         else:
             hit = replies.get(key)
             result = hit or await flights.run(key, lambda: cached(key, text, invocation))
+        reply = result.message
+        await ack(response_type="ephemeral", text=reply["text"], blocks=reply["blocks"])
         if result.announce is not None:
-            # Runs once this listener has returned its answer (nothing is awaited before
-            # that): the response_url call must not eat into the three seconds Slack waits
-            # for the reply (listeners run before the response).
+            # Runs once this listener has returned (nothing is awaited after the ack): the
+            # response_url call must not eat into the three seconds Slack waits for the
+            # reply (listeners run before the response).
             task = asyncio.create_task(announce(respond, result.announce, invocation))
             notices.add(task)
             task.add_done_callback(notices.discard)
-        # What ack(response_type="ephemeral", text=..., blocks=...) answers, encoded once
-        # per answer instead of once per request.
-        return acked(result.ephemeral_body)
