@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
+from slack_bolt.async_app import AsyncApp, AsyncBoltContext
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -20,6 +20,7 @@ from bot.commands.replies import Block, divider, section
 from bot.commands.replies import context as context_block
 from bot.commands.subscriptions import subscription_line
 from bot.enrichment import attach_details
+from bot.slack import ack_at_once
 from config.settings import CHANNEL_ID_PATTERN
 from digests.models import Episode
 from digests.render import blocks, escape, limits
@@ -99,10 +100,6 @@ def load_home(deps: Deps, team_id: str, user_id: str = "") -> dict[str, Any]:
     return home_view(episodes, subscriptions, deps, follows)
 
 
-async def _ack(ack: AsyncAck) -> None:
-    await ack()
-
-
 def register(app: AsyncApp, deps: Deps) -> None:
     async def publish(
         event: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
@@ -120,4 +117,4 @@ def register(app: AsyncApp, deps: Deps) -> None:
         except Exception:
             log.exception("App Home for %s failed", user)
 
-    app.event("app_home_opened")(ack=_ack, lazy=[publish])
+    app.event("app_home_opened")(ack=ack_at_once, lazy=[publish])

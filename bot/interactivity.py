@@ -12,7 +12,7 @@ import logging
 import re
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncRespond
+from slack_bolt.async_app import AsyncApp, AsyncBoltContext, AsyncRespond
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -32,6 +32,7 @@ from bot.commands.replies import (
 )
 from bot.commands.slash import answer_off_loop, failure_reply
 from bot.enrichment import attach_one
+from bot.slack import ack_at_once
 from digests.models import Episode
 from digests.render.blocks import read_button_value
 from digests.render.limits import Message
@@ -77,10 +78,6 @@ def episode_of(body: dict[str, Any], deps: Deps) -> Episode | None:
 
 def _reply_kwargs(reply: Message) -> dict[str, Any]:
     return {"text": reply["text"], "blocks": reply["blocks"]}
-
-
-async def _ack(ack: AsyncAck) -> None:
-    await ack()
 
 
 async def _share(body: dict[str, Any], respond: AsyncRespond, deps: Deps) -> None:
@@ -234,11 +231,11 @@ def register(app: AsyncApp, deps: Deps) -> None:
     async def cancel_clicked(respond: AsyncRespond) -> None:
         await respond(replace_original=True, **_reply_kwargs(add_show.cancelled()))
 
-    app.action(add_show.ADD_ACTION)(ack=_ack, lazy=[add_show_clicked])
-    app.action(add_show.CANCEL_ACTION)(ack=_ack, lazy=[cancel_clicked])
-    app.action(SHARE_ACTION)(ack=_ack, lazy=[share])
-    app.action(KEY_PRS_ACTION)(ack=_ack, lazy=[key_prs])
-    app.action(NEARBY_ACTION)(ack=_ack, lazy=[nearby])
+    app.action(add_show.ADD_ACTION)(ack=ack_at_once, lazy=[add_show_clicked])
+    app.action(add_show.CANCEL_ACTION)(ack=ack_at_once, lazy=[cancel_clicked])
+    app.action(SHARE_ACTION)(ack=ack_at_once, lazy=[share])
+    app.action(KEY_PRS_ACTION)(ack=ack_at_once, lazy=[key_prs])
+    app.action(NEARBY_ACTION)(ack=ack_at_once, lazy=[nearby])
     # Last: Bolt runs the first listener that matches, so this only sees buttons of an
     # older release (or someone else's) — acked, and told so, instead of a 404.
-    app.action(_ANY_ACTION)(ack=_ack, lazy=[_out_of_date])
+    app.action(_ANY_ACTION)(ack=ack_at_once, lazy=[_out_of_date])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -13,6 +14,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack_wait import REQUEST_WAIT, CappedRateLimitRetryHandler
 from config.settings import Settings
+
+if TYPE_CHECKING:
+    from slack_bolt.async_app import AsyncAck
 
 
 class Backoff(RetryIntervalCalculator):
@@ -54,3 +58,9 @@ def make_web_client(
             AsyncServerErrorRetryHandler(max_retry_count=max_retries, interval_calculator=backoff),
         ],
     )
+
+
+async def ack_at_once(ack: AsyncAck) -> None:
+    """The ack of a listener whose work runs lazily: an empty 200 before anything else, so
+    a slow Slack or store never makes the click or event time out."""
+    await ack()

@@ -7,13 +7,14 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.commands.base import Deps
 from bot.commands.replies import Block, context, section
 from bot.enrichment import attach_one
+from bot.slack import ack_at_once
 from digests.models import Episode
 from digests.render import escape
 
@@ -48,10 +49,6 @@ def unfurls_for(links: Sequence[dict[str, Any]], deps: Deps) -> dict[str, dict[s
     return unfurls
 
 
-async def _ack(ack: AsyncAck) -> None:
-    await ack()
-
-
 def register(app: AsyncApp, deps: Deps) -> None:
     async def on_link_shared(event: dict[str, Any], client: AsyncWebClient) -> None:
         try:
@@ -72,4 +69,4 @@ def register(app: AsyncApp, deps: Deps) -> None:
         except (SlackApiError, SlackClientError) as exc:
             log.warning("chat.unfurl failed: %s", exc)
 
-    app.event("link_shared")(ack=_ack, lazy=[on_link_shared])
+    app.event("link_shared")(ack=ack_at_once, lazy=[on_link_shared])

@@ -7,7 +7,6 @@ curly quotes Slack types stand for straight ones; the terms then go to ``digests
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from datetime import date, timedelta
 
@@ -22,7 +21,7 @@ from bot.commands.model import (
     Resume,
     quote_value,
 )
-from bot.commands.names import close_show
+from bot.commands.names import close_show, match_show
 from bot.commands.subscribe_parse import parse_shows
 from digests.filters import Filter, FilterSyntaxError
 
@@ -54,10 +53,6 @@ _WEEKDAYS = {
 _CATCH_UP_FLAGS = frozenset({"--catch-up", "--catchup", "catch-up", "—catch-up", "–catch-up"})
 
 
-def _fold(name: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
-
-
 def split_show(text: str, shows: Sequence[str]) -> tuple[str | None, str]:
     """(the configured show ``text`` starts with, the rest); the longest name wins, and a
     name may be quoted (``"Deep Learning Daily" fsdp``)."""
@@ -68,8 +63,7 @@ def split_show(text: str, shows: Sequence[str]) -> tuple[str | None, str]:
             head = head[1:-1]
         elif '"' in head:
             continue
-        wanted = _fold(head)
-        show = next((s for s in shows if _fold(s) == wanted), None)
+        show = match_show(head, shows)
         if show is not None:
             return show, " ".join(words[k:])
     return None, text

@@ -8,13 +8,12 @@ business; here it must only look like one http(s) link.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot import messages as msg
 from bot.commands.model import CommandError, quote_value
-from bot.commands.names import QUOTES
+from bot.commands.names import QUOTES, fold
 from digests.added_feeds import MAX_URL
 from digests.render.escape import unescape
 
@@ -38,16 +37,12 @@ class RemoveShow:
 ShowCommand = AddShow | RemoveShow
 
 
-def _fold(word: str) -> str:
-    return unicodedata.normalize("NFKC", word).casefold()
-
-
 def head_word(text: str) -> str | None:
     """``add-show`` or ``remove-show`` when the text is one of them, else None."""
     words = text.split()
     if not words:
         return None
-    head = _fold(words[0]).replace("_", "-")
+    head = fold(words[0]).replace("_", "-")
     return head if head in SHOW_WORDS else None
 
 
