@@ -7,7 +7,7 @@ show's stored ``next_poll_at`` — the backoff of a failing feed, or the feed's 
 after a restart, so restarting a clock never hammers a feed that asked for quiet.
 
 A ``sweep`` job (every ``SWEEP_SECONDS``, and at start-up) delivers what a dead clock or a
-crashed run left unfinished (:class:`bot.poll.Sweeper`): with two clocks, the one that did
+crashed run left unfinished (:class:`bot.sweeper.Sweeper`): with two clocks, the one that did
 not poll a show is the one that finishes its fan-out when the other dies.
 """
 
@@ -36,9 +36,10 @@ from bot.delivery.paced import TRANSIENT
 from bot.enrichment import GitHubSession
 from bot.ingest import parse_limit
 from bot.outbox import Outbox, classify, make_outbox
-from bot.poll import RunReport, Sweeper, poll_limit, run_once
+from bot.pipeline import RunReport, poll_limit, run_once
 from bot.recap import recap_job
 from bot.runtime import open_store, resolve_team_id, sync_config_channels
+from bot.sweeper import Sweeper
 from config.settings import Settings, ShowConfig
 from digests.errors import SlackError
 from digests.fetch import make_http_client

@@ -13,7 +13,7 @@ import pytest
 
 from bot.commands.parse import Subscribe, parse_command
 from bot.delivery import Deliverer, paused_notice
-from bot.poll import run_once
+from bot.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.store import Store
 from digests.types import Subscription

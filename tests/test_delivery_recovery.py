@@ -22,7 +22,8 @@ import sqlalchemy as sa
 
 from bot.delivery import Deliverer, Delivery
 from bot.outbox import EVENT_TYPE, metadata_for
-from bot.poll import Sweeper, poll_show
+from bot.pipeline import poll_show
+from bot.sweeper import Sweeper
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.decide import episode_key
 from digests.store import Store

@@ -19,7 +19,7 @@ import pytest
 
 from bot.delivery import Deliverer
 from bot.enrichment import make_github_http
-from bot.poll import run_once
+from bot.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.github.client import GitHubClient
 from digests.store import Store

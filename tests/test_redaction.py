@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from bot.delivery import Deliverer
-from bot.poll import run_once
+from bot.pipeline import run_once
 from digests.errors import DigestError, FeedParseError, FetchError
 from digests.fetch import (
     FeedHTTPError,

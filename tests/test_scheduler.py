@@ -12,7 +12,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.delivery import Deliverer
-from bot.poll import RunReport
+from bot.pipeline import RunReport
 from bot.scheduler import Clock, run_clock
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.errors import SlackError
@@ -210,7 +210,12 @@ async def test_stopping_the_clock_lets_a_running_poll_finish(
     deliverer = Deliverer(store, outbox, per_channel_interval=0.0)
     reports: list[RunReport] = []
     clock = Clock(
-        settings, store, outbox, http, deliverer=deliverer, on_report=reports.append,
+        settings,
+        store,
+        outbox,
+        http,
+        deliverer=deliverer,
+        on_report=reports.append,
         sweep_seconds=None,
     )
     clock.start()

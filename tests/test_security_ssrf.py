@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from bot.poll import PollResult, poll_show
+from bot.pipeline import PollResult, poll_show
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.addresses import is_public_address, literal_ip, names_private_host
 from digests.errors import FetchError

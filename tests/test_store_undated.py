@@ -8,7 +8,7 @@ import httpx
 import sqlalchemy as sa
 
 from bot.delivery import Deliverer
-from bot.poll import run_once
+from bot.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.models import Episode
 from digests.store import Store

@@ -5,7 +5,7 @@
    default bound of 20 calls in flight. Compared in the same run with the ideal for that
    bound (calls × latency / bound) and with a bare client making the same calls under the
    same bound (no ledger, no pacing): what the fake and the client cost on their own.
-2. A poll cycle over 500 unchanged feeds, each answering 304, through ``bot.poll.run_once``
+2. A poll cycle over 500 unchanged feeds, each answering 304, through ``bot.pipeline.run_once``
    with one subscribed channel per show: the first such cycle plans every show (fetch state,
    conditional GET, candidates, ledger, decide), later ones only read and write the fetch
    state (``bot.poll_state``). Compared, round by round, with the same conditional GETs
@@ -40,7 +40,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.delivery import Deliverer, Delivery
 from bot.outbox import SlackOutbox
-from bot.poll import FETCH_CONCURRENCY, run_once
+from bot.pipeline import FETCH_CONCURRENCY, run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.fetch import fetch, make_http_client, private_policy
 from digests.models import Episode, PullRequestRef

@@ -118,7 +118,7 @@ async def bench_enrich(episodes_count: int, per: int, latency: float) -> None:
 async def post_latency(github: GitHubFake | None, slow: float) -> tuple[float, float, int]:
     """(seconds from the cycle's start to the digest's post, to the cycle's end, edits)."""
     from bot.delivery import Deliverer
-    from bot.poll import run_once
+    from bot.pipeline import run_once
     from config.settings import Settings, ShowConfig
     from digests.fetch import make_http_client
     from tests.feedserver import FeedServer
