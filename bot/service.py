@@ -188,7 +188,8 @@ def recap_week(value: str | None, now: datetime, tz: ZoneInfo) -> tuple[int, int
     (``2026-W41``, ``w41``, ``last``, ``this``, a date); none given: the last complete
     week in ``tz``, whatever the time of day (unlike the scheduled recap, which waits for
     its hour)."""
-    from bot.commands.parse import Week, parse_command
+    from bot.commands.model import Week
+    from bot.commands.parse import parse_command
 
     today = now.astimezone(tz).date()
     command = parse_command(f"week {value or 'last'}", (), today)

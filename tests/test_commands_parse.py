@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from bot.commands.parse import (
+from bot.commands.model import (
     SHAREABLE,
     CommandError,
     Help,
@@ -22,9 +22,8 @@ from bot.commands.parse import (
     Subscribe,
     Unsubscribe,
     Week,
-    parse_command,
-    unparse,
 )
+from bot.commands.parse import parse_command, unparse
 from bot.commands.replies import read_share_value, share_value, with_share
 
 ONE = ["PyTorch"]

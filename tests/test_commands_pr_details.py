@@ -8,7 +8,7 @@ import pytest
 
 from bot.commands.base import Deps
 from bot.commands.episodes import pr
-from bot.commands.parse import Pr
+from bot.commands.model import Pr
 from config.settings import Settings, ShowConfig
 from digests.models import Episode, PullRequestRef
 from digests.render import Renderer

@@ -10,7 +10,7 @@ import pytest
 
 from bot.app import build_app
 from bot.commands.episodes import best_title_match, title_match, title_words
-from bot.commands.parse import (
+from bot.commands.model import (
     Command,
     CommandError,
     NearbyDate,
@@ -18,9 +18,8 @@ from bot.commands.parse import (
     NearbyTitle,
     NearbyUrl,
     Week,
-    parse_command,
-    unparse,
 )
+from bot.commands.parse import parse_command, unparse
 from bot.server import build_asgi
 from bot.slack import make_web_client
 from config.settings import Settings

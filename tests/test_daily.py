@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.commands.model import DAILY_OFF
-from bot.commands.parse import CommandError, Subscribe, parse_command, unparse
+from bot.commands.model import DAILY_OFF, CommandError, Subscribe
+from bot.commands.parse import parse_command, unparse
 from digests.daily import (
     Arrival,
     BadTime,

@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from bot.commands.parse import Subscribe, parse_command
+from bot.commands.model import Subscribe
+from bot.commands.parse import parse_command
 from bot.delivery import Deliverer, paused_notice
 from bot.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from bot.commands.parse import (
+from bot.commands.model import (
     CommandError,
     Latest,
     NearbyDate,
@@ -26,9 +26,8 @@ from bot.commands.parse import (
     Search,
     Subscribe,
     Week,
-    parse_command,
-    unparse,
 )
+from bot.commands.parse import parse_command, unparse
 from bot.server import build_asgi
 from config.settings import Settings, ShowConfig
 from digests.models import Episode, PullRequestRef

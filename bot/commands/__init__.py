@@ -4,34 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.commands import control, episodes, explain, follows, subscriptions, week
+from bot.commands import control, episodes, explain, follows, model, subscriptions, week
 from bot.commands.base import Deps, Invocation
-from bot.commands.model import ListFollows, StartFollow, StopFollow
-from bot.commands.parse import (
-    SHAREABLE,
-    Command,
-    CommandError,
-    Explain,
-    Help,
-    Latest,
-    ListSubscriptions,
-    NearbyDate,
-    NearbyPr,
-    NearbyTitle,
-    NearbyUrl,
-    Pause,
-    Pr,
-    Preview,
-    Recent,
-    Resume,
-    Search,
-    Status,
-    Subscribe,
-    Unsubscribe,
-    Week,
-    parse_command,
-    unparse,
-)
+from bot.commands.parse import parse_command, unparse
 from bot.commands.replies import (
     answer_token,
     error_reply,
@@ -42,13 +17,13 @@ from bot.commands.replies import (
 )
 from digests.render.limits import Message
 
-__all__ = ["Answer", "Deps", "Invocation", "answer", "run_command"]
+__all__ = ["Answer", "answer", "run_command"]
 
 
 @dataclass(frozen=True)
 class Answer:
     message: Message
-    command: Command | None = None  # None when the text did not parse
+    command: model.Command | None = None  # None when the text did not parse
     # Canonical text to re-run for "Share in channel"; None when the reply is not shareable
     # (help, changes, errors, a refused share, and replies that found nothing).
     share: str | None = None
@@ -56,61 +31,61 @@ class Answer:
     announce: Message | None = None
 
 
-def run_command(command: Command, deps: Deps, invocation: Invocation) -> Message:
+def run_command(command: model.Command, deps: Deps, invocation: Invocation) -> Message:
     """Dispatch one parsed command to its handler."""
     match command:
-        case Recent():
+        case model.Recent():
             return episodes.recent(command, deps, invocation)
-        case Latest():
+        case model.Latest():
             return episodes.latest(command, deps, invocation)
-        case NearbyDate() | NearbyTitle() | NearbyPr() | NearbyUrl():
+        case model.NearbyDate() | model.NearbyTitle() | model.NearbyPr() | model.NearbyUrl():
             return episodes.nearby(command, deps, invocation)
-        case Pr():
+        case model.Pr():
             return episodes.pr(command, deps, invocation)
-        case Search():
+        case model.Search():
             return episodes.search(command, deps, invocation)
-        case Week():
+        case model.Week():
             return week.week(command, deps, invocation)
-        case Subscribe():
+        case model.Subscribe():
             return subscriptions.subscribe(command, deps, invocation)
-        case Unsubscribe():
+        case model.Unsubscribe():
             return subscriptions.unsubscribe(command, deps, invocation)
-        case ListSubscriptions():
+        case model.ListSubscriptions():
             return subscriptions.list_subscriptions(command, deps, invocation)
-        case Status():
+        case model.Status():
             return subscriptions.status(command, deps, invocation)
-        case Help():
+        case model.Help():
             return help_reply(command.unknown)
-        case Preview():
+        case model.Preview():
             return control.preview(command, deps, invocation)
-        case Pause():
+        case model.Pause():
             return control.pause(command, deps, invocation)
-        case Explain():
+        case model.Explain():
             return explain.why(command, deps, invocation)
-        case Resume():
+        case model.Resume():
             return control.resume(command, deps, invocation)
-        case StartFollow():
+        case model.StartFollow():
             return follows.follow(command, deps, invocation)
-        case StopFollow():
+        case model.StopFollow():
             return follows.unfollow(command, deps, invocation)
-        case ListFollows():
+        case model.ListFollows():
             return follows.following(command, deps, invocation)
     raise AssertionError(f"unhandled command {command!r}")
 
 
 def _change(
-    command: Command, deps: Deps, invocation: Invocation
+    command: model.Command, deps: Deps, invocation: Invocation
 ) -> tuple[Message, Message | None] | None:
     """A channel change's reply and what the channel is told; None for other commands."""
     match command:
-        case Subscribe():
+        case model.Subscribe():
             reply, news = subscriptions.subscribe_told(command, deps, invocation)
             return control.with_preview_hint(reply, command), news
-        case Unsubscribe():
+        case model.Unsubscribe():
             return subscriptions.unsubscribe_told(command, deps, invocation)
-        case Pause():
+        case model.Pause():
             return control.pause_told(command, deps, invocation)
-        case Resume():
+        case model.Resume():
             return control.resume_told(command, deps, invocation)
     return None
 
@@ -126,12 +101,12 @@ def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = F
         command = parse_command(
             text, deps.shows, today=deps.today(), daily_at=deps.settings.daily_at
         )
-    except CommandError as exc:
+    except model.CommandError as exc:
         return Answer(error_reply(exc))
-    shareable = isinstance(command, SHAREABLE)
+    shareable = isinstance(command, model.SHAREABLE)
     if for_share and not shareable:
         return Answer(share_gone(), command)
-    if isinstance(command, Week):
+    if isinstance(command, model.Week):
         # Pin the week now, so a reply shared next Monday still shows the week it showed.
         command = week.resolve_week(command, deps, invocation)
     changed = _change(command, deps, invocation)

@@ -14,7 +14,8 @@ from datetime import date
 from functools import lru_cache
 
 from bot.commands.base import Deps, Invocation
-from bot.commands.parse import EPISODE_QUERIES, CommandError, Week, parse_command, unparse
+from bot.commands.model import EPISODE_QUERIES, CommandError, Week
+from bot.commands.parse import parse_command, unparse
 from bot.commands.ttl import DEFAULT_SIZE, DEFAULT_TTL, SingleFlight, TtlCache
 
 __all__ = ["DEFAULT_SIZE", "DEFAULT_TTL", "SingleFlight", "TtlCache", "cache_key"]

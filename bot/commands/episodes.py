@@ -12,7 +12,8 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from bot import messages as msg
 from bot.commands.base import Deps, Invocation
-from bot.commands.parse import (
+from bot.commands.dates import show_day
+from bot.commands.model import (
     Latest,
     NearbyDate,
     NearbyPr,
@@ -21,7 +22,6 @@ from bot.commands.parse import (
     Pr,
     Recent,
     Search,
-    show_day,
 )
 from bot.commands.replies import context, divider, message, nothing, section
 from bot.enrichment import attach_details, pr_details_line

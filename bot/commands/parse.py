@@ -17,17 +17,10 @@ from typing import TypeVar
 
 from bot import messages as msg
 from bot.commands.control_parse import CONTROL_WORDS, parse_control
-from bot.commands.dates import parse_date, parse_day, parse_week_args, show_day
+from bot.commands.dates import parse_day, parse_week_args
 from bot.commands.model import (
-    DEFAULT_RECENT,
-    EPISODE_QUERIES,
-    MAX_KEYWORD_LEN,
-    MAX_KEYWORDS,
     MAX_PR,
     MAX_RECENT,
-    MAX_YEAR,
-    MIN_YEAR,
-    SHAREABLE,
     Command,
     CommandError,
     Explain,
@@ -40,11 +33,9 @@ from bot.commands.model import (
     NearbyPr,
     NearbyTitle,
     NearbyUrl,
-    Pause,
     Pr,
     Preview,
     Recent,
-    Resume,
     Search,
     StartFollow,
     Status,
@@ -52,57 +43,15 @@ from bot.commands.model import (
     Subscribe,
     Unsubscribe,
     Week,
-    week_containing,
 )
 from bot.commands.model import quote_value as _quote
-from bot.commands.names import QUOTES, Arg, close_show, fold, match_show, unquote_words
+from bot.commands.names import QUOTES, close_show, fold, match_show
 from bot.commands.subscribe_parse import parse_subscribe, parse_unsubscribe
 from digests.daily import DEFAULT_TIME
 from digests.filters import Filter, FilterSyntaxError
 from digests.render.escape import unescape
 
-__all__ = [
-    "DEFAULT_RECENT",
-    "EPISODE_QUERIES",
-    "MAX_KEYWORDS",
-    "MAX_KEYWORD_LEN",
-    "MAX_PR",
-    "MAX_RECENT",
-    "MAX_YEAR",
-    "MIN_YEAR",
-    "QUOTES",
-    "SHAREABLE",
-    "Arg",
-    "Command",
-    "CommandError",
-    "Help",
-    "Latest",
-    "ListSubscriptions",
-    "NearbyDate",
-    "NearbyPr",
-    "NearbyTitle",
-    "NearbyUrl",
-    "Pause",
-    "Pr",
-    "Preview",
-    "Recent",
-    "Resume",
-    "Search",
-    "Status",
-    "Subscribe",
-    "Unsubscribe",
-    "Week",
-    "episode_link",
-    "parse_command",
-    "parse_date",
-    "parse_day",
-    "parse_pr",
-    "show_day",
-    "subscribe_text",
-    "unparse",
-    "unquote_words",
-    "week_containing",
-]
+__all__ = ["episode_link", "parse_command", "parse_pr", "subscribe_text", "unparse"]
 
 _PR_RE = re.compile(r"^#?(\d+)$")
 _NEGATIVE_PR_RE = re.compile(r"^#?-\d+$")

@@ -11,7 +11,7 @@ import json
 import re
 
 from bot import messages as msg
-from bot.commands.parse import CommandError
+from bot.commands.model import CommandError
 from digests.render import blocks, escape, limits
 from digests.render.escape import Mrkdwn
 from digests.render.limits import Block, Message

@@ -15,8 +15,7 @@ from bot.commands import Answer, answer
 from bot.commands.add_show import run_show_command
 from bot.commands.base import Deps, Invocation
 from bot.commands.cache import SingleFlight, TtlCache, cache_key
-from bot.commands.model import CommandError
-from bot.commands.parse import Subscribe, Unsubscribe
+from bot.commands.model import CommandError, Subscribe, Unsubscribe
 from bot.commands.replies import error_reply, message, section
 from bot.commands.shows_parse import AddShow, ShowCommand, head_word, parse_show_command
 from bot.replay import is_changing

@@ -11,8 +11,7 @@ from bot.commands.announce import Change, folded, subscribed, unsubscribed
 from bot.commands.base import Deps, Invocation
 from bot.commands.control import backfill, hold_note, promise
 from bot.commands.filter_words import filter_text
-from bot.commands.model import DAILY_OFF
-from bot.commands.parse import ListSubscriptions, Status, Subscribe, Unsubscribe
+from bot.commands.model import DAILY_OFF, ListSubscriptions, Status, Subscribe, Unsubscribe
 from bot.commands.replies import Block, context, divider, message, nothing, section
 from digests.daily import Arrival, next_due, wanted, window
 from digests.models import Episode

@@ -34,7 +34,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from bot.commands import Deps, Invocation, answer
+from bot.commands import answer
+from bot.commands.base import Deps, Invocation
 from bot.runtime import settle_heap
 from config.settings import ChannelConfig, Settings, ShowConfig
 from digests.models import Episode, PullRequestRef
