@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TextIO, TypeVar
+from typing import TextIO
 
 import httpx
 
@@ -76,16 +75,10 @@ from digests.types import (
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 
 # Shows polled at once in one cycle (fewer on PostgreSQL: see poll_limit).
 FETCH_CONCURRENCY = 16
 PG_CONCURRENCY = 5
-
-
-async def _db(fn: Callable[[], T]) -> T:
-    # The store is synchronous; its calls go to a thread so fetches keep flowing.
-    return await asyncio.to_thread(fn)
 
 
 # -- phases 1–4: fetch, parse, extract, store ---------------------------------------------------
@@ -116,7 +109,8 @@ async def poll_show(
     fetch states, read already and (a 304's) written later (``bot.poll_state``)."""
     known = book.state(show.name) if book is not None else None
     if known is None:
-        known = await _db(lambda: store.poll_state(show.name))
+        # The store is synchronous: its calls run in a thread so fetches keep flowing.
+        known = await asyncio.to_thread(store.poll_state, show.name)
     before, inputs = known
     request = FeedRequest(
         settings.feed_location(show),
@@ -128,7 +122,7 @@ async def poll_show(
     try:
         read = await read_feed(
             http_client, request, show=show.name, repo=show.repo, prs=show.prs,
-            parse_gate=parse_gate, known=lambda: _db(lambda: store.item_hashes(show.name)),
+            parse_gate=parse_gate, known=lambda: asyncio.to_thread(store.item_hashes, show.name),
         )  # fmt: skip
         if read.episodes:  # phase 3b: linked transcripts and chapters, fetched once, stored
             full = await linked_documents_phase(
@@ -137,7 +131,9 @@ async def poll_show(
             )  # fmt: skip
             read = replace(read, episodes=full)
         upserts = (
-            await _db(lambda: store_episodes(store, read.episodes, now, skipped=read.skipped))
+            await asyncio.to_thread(
+                store_episodes, store, read.episodes, now, skipped=read.skipped
+            )
             if read.fetched.status == "ok"
             else []
         )
@@ -145,7 +141,7 @@ async def poll_show(
         raise  # our database, not the feed: not a feed failure, nothing to back off
     except DigestError as exc:
         after = failed_state(settings, before, exc, now)
-        await _db(lambda: store.save_fetch_state(show.name, after))
+        await asyncio.to_thread(store.save_fetch_state, show.name, after)
         log.warning("feed %s failed (%d in a row): %s", show.name, after.failures, after.last_error)
         notice = feed_notice(show.name, before, after)
         return PollResult(show.name, "failed", error=after.last_error, state=after,
@@ -153,7 +149,7 @@ async def poll_show(
     after = polled_state(settings, before, read, now)
     log_read_note(show.name, before, after)
     if book is None or not book.defer(show.name, before, after, read.fetched.status):
-        await _db(lambda: store.save_fetch_state(show.name, after))
+        await asyncio.to_thread(store.save_fetch_state, show.name, after)
     added = tuple(u.episode for u in upserts if u.status == EpisodeStatus.NEW)
     return PollResult(
         show.name,
@@ -248,14 +244,14 @@ class Cycle:
             ledger = self.deliverer.ledger
             lock = ShowLock(ledger, show.name)
             # SQLite has one process and no lock to take: skip the thread hop.
-            got = await _db(lock.acquire) if ledger.is_postgres else True
+            got = await asyncio.to_thread(lock.acquire) if ledger.is_postgres else True
             if not got:  # another clock is polling this show right now; it delivers too
                 return ShowPlan(PollResult(show.name, "busy"))
             try:
                 return await self._poll_and_plan(show)
             finally:
                 if ledger.is_postgres:
-                    await _db(lock.release)
+                    await asyncio.to_thread(lock.release)
 
     async def _poll_and_plan(self, show: ShowConfig) -> ShowPlan:
         try:
@@ -273,10 +269,8 @@ class Cycle:
             owed = self.unfinished
             if not needs_plan(self.settings, poll, stopped, owed):
                 return ShowPlan(poll)  # quiet (a pure check): no thread hop to say so
-            return await _db(
-                lambda: plan_show(
-                    self.settings, self.store, ledger, self.renderer, poll, stopped, owed
-                )
+            return await asyncio.to_thread(
+                plan_show, self.settings, self.store, ledger, self.renderer, poll, stopped, owed
             )
         except Exception as exc:
             # One show's bad template, parser bug or database hiccup must not stop the
@@ -318,7 +312,9 @@ async def run_once(
         # from Slack, unless ``shows``), the shows with ledger rows owed, and (a cycle with
         # its own gate) every show's lock and fetch state.
         lock_all = poll_gate is None
-        start = await _db(lambda: cycle_start(settings, store, ledger, shows, lock_all=lock_all))
+        start = await asyncio.to_thread(
+            cycle_start, settings, store, ledger, shows, lock_all=lock_all
+        )
         settings, shows, unfinished, book = start
         renderer = renderer or Renderer.of(settings)
         # Shows added from Slack too: a PR of another repository is labelled owner/repo#n.
@@ -376,7 +372,7 @@ async def within_github_budget(
 
         plans = list(plans)
         for i in due:
-            plans[i] = await _db(functools.partial(replan, plans[i]))
+            plans[i] = await asyncio.to_thread(replan, plans[i])
     return plans, True
 
 

@@ -588,7 +588,7 @@ def named_count(text: str, repo: str, prs: PrMode = MENTIONS) -> int:
     return len({url or base + str(number) for _, number, url in found})
 
 
-def _named(
+def _named_past_cap(
     found: Sequence[PullRequestRef], text: str, repo: str, prs: PrMode = MENTIONS
 ) -> int:
     """``named_count`` when it is more than ``found`` (only at the cap can it be); else 0."""
@@ -754,8 +754,8 @@ def extract_entry(
             "pr_info": (),
             "transcript_links": entry.transcripts,
             "chapters_url": entry.chapters_url,
-            "pull_requests_named": _named(found, both, repo, prs),
-            "raw_hash": _settled(entry, when),
+            "pull_requests_named": _named_past_cap(found, both, repo, prs),
+            "raw_hash": _reusable_hash(entry, when),
             "pr_times": (),
             "chapters": (),
         }
@@ -784,7 +784,7 @@ def _episode(values: dict[str, object]) -> Episode:
     return episode
 
 
-def _settled(entry: RawEntry, when: datetime | None) -> str | None:
+def _reusable_hash(entry: RawEntry, when: datetime | None) -> str | None:
     """The item's hash, when reading it again could only give this episode again.
 
     Not for an undated item (the store dates it from what else it holds) nor one linking
@@ -842,7 +842,7 @@ def with_transcript(
     rest = "\n\n".join(part for part in (episode.summary, episode.transcript) if part)
     found += [ref for ref in _pull_requests(rest, repo, prs=prs) if ref.number not in named]
     summary_text = episode.summary or lead(text)
-    count = _named(found, text + "\n\n" + rest if rest else text, repo, prs)
+    count = _named_past_cap(found, text + "\n\n" + rest if rest else text, repo, prs)
     return episode.model_copy(
         update={
             "transcript": text,

@@ -79,14 +79,14 @@ def _change(
     """A channel change's reply and what the channel is told; None for other commands."""
     match command:
         case model.Subscribe():
-            reply, news = subscriptions.subscribe_told(command, deps, invocation)
+            reply, news = subscriptions.subscribe_with_announcement(command, deps, invocation)
             return control.with_preview_hint(reply, command), news
         case model.Unsubscribe():
-            return subscriptions.unsubscribe_told(command, deps, invocation)
+            return subscriptions.unsubscribe_with_announcement(command, deps, invocation)
         case model.Pause():
-            return control.pause_told(command, deps, invocation)
+            return control.pause_with_announcement(command, deps, invocation)
         case model.Resume():
-            return control.resume_told(command, deps, invocation)
+            return control.resume_with_announcement(command, deps, invocation)
     return None
 
 

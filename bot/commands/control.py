@@ -201,7 +201,7 @@ def _what(shows: Sequence[str]) -> str:
 
 
 def pause(command: Pause, deps: Deps, invocation: Invocation) -> Message:
-    return pause_told(command, deps, invocation)[0]
+    return pause_with_announcement(command, deps, invocation)[0]
 
 
 def _unfollowed(named: Sequence[str], done: Sequence[Subscription]) -> list[str]:
@@ -210,7 +210,7 @@ def _unfollowed(named: Sequence[str], done: Sequence[Subscription]) -> list[str]
     return [s for s in named if s not in have]
 
 
-def pause_told(
+def pause_with_announcement(
     command: Pause, deps: Deps, invocation: Invocation
 ) -> tuple[Message, Message | None]:
     """The shows named (every show of the channel when none) paused at once; the reply and
@@ -311,10 +311,10 @@ def _caught_up(posted: int, count: int) -> str:
 
 
 def resume(command: Resume, deps: Deps, invocation: Invocation) -> Message:
-    return resume_told(command, deps, invocation)[0]
+    return resume_with_announcement(command, deps, invocation)[0]
 
 
-def resume_told(
+def resume_with_announcement(
     command: Resume, deps: Deps, invocation: Invocation
 ) -> tuple[Message, Message | None]:
     """The shows named (every show of the channel when none) resumed at once; the reply and

@@ -42,10 +42,10 @@ def _reply(text: str) -> Message:
 
 
 def subscribe(command: Subscribe, deps: Deps, invocation: Invocation) -> Message:
-    return subscribe_told(command, deps, invocation)[0]
+    return subscribe_with_announcement(command, deps, invocation)[0]
 
 
-def subscribe_told(
+def subscribe_with_announcement(
     command: Subscribe, deps: Deps, invocation: Invocation
 ) -> tuple[Message, Message | None]:
     """Each show named, with the keywords; the recap setting kept unless ``recap on|off``.
@@ -247,14 +247,14 @@ def _daily_note(deps: Deps, made: Sequence[Subscription]) -> list[Block]:
 
 
 def unsubscribe(command: Unsubscribe, deps: Deps, invocation: Invocation) -> Message:
-    return unsubscribe_told(command, deps, invocation)[0]
+    return unsubscribe_with_announcement(command, deps, invocation)[0]
 
 
 def _either(shows: Sequence[str]) -> str:
     return " or ".join(f"*{escape.mrkdwn(s)}*" for s in shows)
 
 
-def unsubscribe_told(
+def unsubscribe_with_announcement(
     command: Unsubscribe, deps: Deps, invocation: Invocation
 ) -> tuple[Message, Message | None]:
     """The shows named (every show when none) dropped at once; the reply, and what the
