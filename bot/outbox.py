@@ -27,7 +27,7 @@ from digests.errors import SlackError
 from digests.render import message_to_text
 
 if TYPE_CHECKING:
-    from digests.store import Store
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -405,15 +405,3 @@ class PrintOutbox:
             lines.append(json.dumps(message.get("blocks", []), ensure_ascii=False))
         self.stream.write("\n".join(lines) + "\n\n")
         self.stream.flush()
-
-
-def make_outbox(settings: Settings, stream: TextIO, store: Store | None = None) -> Outbox:
-    """Slack when there is a bot token (each team's in OAuth mode: ``store`` pauses a team
-    found without an installation), else the print outbox on ``stream``."""
-    if settings.oauth_mode:
-        from bot.tokens import team_outbox
-
-        return team_outbox(settings, store)
-    if settings.slack_bot_token:
-        return SlackOutbox.from_settings(settings)
-    return PrintOutbox(stream)

@@ -9,7 +9,7 @@ team's requests stop being authorized while it has that token.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.request import HttpRequest
@@ -18,8 +18,11 @@ from slack_sdk.http_retry.state import RetryState
 
 from bot.outbox import AUTH_ERRORS
 
-if TYPE_CHECKING:
-    from bot.tokens import TeamTokens
+
+class RefusedTokens(Protocol):
+    """Where refused tokens are told (:class:`bot.tokens.TeamTokens`)."""
+
+    def refuse_token(self, token: str, error: str) -> None: ...
 
 
 def _bearer(request: HttpRequest) -> str | None:
@@ -33,7 +36,7 @@ def _bearer(request: HttpRequest) -> str | None:
 class RefusalWatcher(AsyncRetryHandler):
     """Never retries: notes every token Slack refuses (see :meth:`TeamTokens.refuse`)."""
 
-    def __init__(self, tokens: TeamTokens) -> None:
+    def __init__(self, tokens: RefusedTokens) -> None:
         super().__init__(max_retry_count=0)
         self.tokens = tokens
 

@@ -6,12 +6,13 @@ import gc
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from config.settings import Settings
 from digests.errors import ConfigError, SlackError
 
 if TYPE_CHECKING:
+    from bot.outbox import Outbox
     from digests.store import Store
 
 log = logging.getLogger(__name__)
@@ -126,3 +127,17 @@ async def resolve_team_id(settings: Settings) -> str:
     except Exception as exc:  # slack_sdk raises several unrelated types for one failure
         raise SlackError("auth.test", f"cannot reach {settings.slack_api_url} ({exc})") from exc
     return str(response.get("team_id") or settings.team_id)
+
+
+def make_outbox(settings: Settings, stream: TextIO, store: Store | None = None) -> Outbox:
+    """Slack when there is a bot token (each team's in OAuth mode: ``store`` pauses a team
+    found without an installation), else the print outbox on ``stream``."""
+    # Imported here: a process that fails before it posts never loads Slack's client.
+    from bot.outbox import PrintOutbox, SlackOutbox
+    from bot.tokens import team_outbox
+
+    if settings.oauth_mode:
+        return team_outbox(settings, store)
+    if settings.slack_bot_token:
+        return SlackOutbox.from_settings(settings)
+    return PrintOutbox(stream)

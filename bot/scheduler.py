@@ -35,10 +35,10 @@ from bot.delivery import Deliverer
 from bot.delivery.paced import TRANSIENT
 from bot.enrichment import GitHubSession
 from bot.ingest import parse_limit
-from bot.outbox import Outbox, classify, make_outbox
+from bot.outbox import Outbox, classify
 from bot.pipeline import RunReport, poll_limit, run_once
 from bot.recap import recap_job
-from bot.runtime import open_store, resolve_team_id, sync_config_channels
+from bot.runtime import make_outbox, open_store, resolve_team_id, sync_config_channels
 from bot.sweeper import Sweeper
 from config.settings import Settings, ShowConfig
 from digests.errors import SlackError

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from bot.runtime import (
     REQUEST_DB_WAIT,
+    make_outbox,
     open_store,
     resolve_team_id,
     settle_heap,
@@ -41,7 +42,6 @@ async def run_once(settings: Settings, out: TextIO) -> object:
     digests that are due (as the clock's daily job would), and return."""
     from bot.daily import post_daily
     from bot.delivery import Deliverer
-    from bot.outbox import make_outbox
     from bot.pipeline import print_report
     from bot.pipeline import run_once as poll_once
     from digests.fetch import make_http_client
@@ -266,7 +266,6 @@ async def _post_recap(
     """Through the same ledger as the scheduled recap, so it never lands twice; to every
     channel, one refusing it leaves the others posted (and is the error line)."""
     from bot.delivery import Deliverer, Delivery
-    from bot.outbox import make_outbox
 
     team_id = await resolve_team_id(settings)
     items = [

@@ -17,16 +17,26 @@ import hashlib
 import os
 import socket
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
 from digests.errors import StoreError
-from digests.store.database import safe_url, wrap_exceptions
+from digests.store.database import LiveOwners, safe_url, wrap_exceptions
 
-if TYPE_CHECKING:
-    from digests.store.ledger import Ledger
+
+class Ledger(Protocol):
+    """What the locks need of :class:`digests.store.ledger.Ledger`: its database, and the
+    namespace (database and schema) that keeps two deployments' keys apart."""
+
+    engine: sa.Engine
+    live: LiveOwners
+
+    @property
+    def is_postgres(self) -> bool: ...
+
+    def namespace(self) -> str: ...
 
 
 
