@@ -50,7 +50,7 @@ def build_app(
     """The Slack app: `/episodes`, buttons, App Home and unfurls over one store.
 
     ``process_before_response=True``: Bolt's default polls for ``ack()`` every 10 ms, which
-    adds ~11 ms to every reply (slack-notes); listeners here are fast, and slow work (Web API
+    delays every reply (slack-notes); listeners here are fast, and slow work (Web API
     calls) runs in lazy listeners after the HTTP response. ``/episodes`` answers about
     episodes are cached ``reply_cache_ttl`` seconds (0 turns that off); see commands.cache.
 

@@ -149,7 +149,7 @@ def start_enrichment(
     async def run() -> EnrichReport:
         if client is not None:
             return await enrich_shows(settings, store, client, shows, now)
-        # The first client of the process loads the CA bundle (tens of ms of CPU): off the
+        # The first client of the process loads the whole CA bundle: off the
         # loop, so the digests being posted meanwhile do not wait for it.
         async with await asyncio.to_thread(make_github_http) as http:
             return await enrich_shows(settings, store, github_client(settings, http), shows, now)

@@ -45,13 +45,11 @@ def settle_heap() -> None:
     and a young collection waits for more new objects than one answer keeps alive.
 
     Every answer leaves a few thousand objects promoted to the oldest generation, and
-    about every tenth one set off a full collection of the whole heap (some 136,000
-    objects, 70-80 ms of CPU: `/episodes week` CPU p95 84-105 ms against a p50 of 18-21);
-    frozen, a full collection walks only what requests made (p95 19-25 ms). An answer
-    holds some thousands of objects at once (a week's episodes, their PRs, the rendered
-    lines): at Python's default threshold (700) each was walked by several young
-    collections before it died (1.15 ms of a week answer's CPU), at 10,000 it mostly
-    dies unwalked (0.11 ms).
+    now and then one sets off a full collection of the whole heap, startup's objects
+    included: frozen, a full collection walks only what requests made. An answer holds
+    some thousands of objects at once (a week's episodes, their PRs, the rendered lines):
+    at Python's default threshold (700) each is walked by several young collections
+    before it dies; at 10,000 it mostly dies unwalked. (Numbers: docs/benchmarks.md.)
     """
     gc.collect()
     gc.freeze()

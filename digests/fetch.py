@@ -198,7 +198,7 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
 def tls_context(*, trust_env: bool = False) -> ssl.SSLContext:
     """One verifying TLS context per process (per ``trust_env``), shared by every client.
 
-    Building one reads the whole CA bundle (~40 ms of CPU); httpx uses a context it is given
+    Building one reads and parses the whole CA bundle; httpx uses a context it is given
     as it is, and a context is only read once configured, so clients share it safely."""
     return httpx.create_ssl_context(trust_env=trust_env)
 

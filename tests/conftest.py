@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 
 # Where PYTHONDONTWRITEBYTECODE is set, pytest rewrites the asserts of every test module and
-# fixture module from source in every worker of every run and keeps nothing (~4 s of CPU a
-# worker, half of collecting). This process may cache what it compiles, from here on (before
+# fixture module from source in every worker of every run and keeps nothing (much of
+# collecting). This process may cache what it compiles, from here on (before
 # the fixture modules below): pytest reads a cached module whatever the flag says, checked
 # against the source's mtime and size; the bot's subprocesses keep the environment's flag.
 sys.dont_write_bytecode = False
@@ -38,8 +38,7 @@ def _scratch_in_memory() -> None:
     """Scratch files (tmp_path, the store templates, the bot processes' temp files) on the
     machine's tmpfs when it has one with room, unless TMPDIR says where. On these machines
     /tmp is a disk mounted with discard: each unlink, and each fsync of a test's SQLite
-    checkpoint, waited on it (four SQLite-heavy files serially: 14.0-20.7 s wall on /tmp,
-    10.1-11.3 s on /dev/shm, the same CPU)."""
+    checkpoint, waited on it (docs/benchmarks.md)."""
     shm = Path("/dev/shm")
     if os.environ.get("TMPDIR") or not os.access(shm, os.W_OK):
         return
@@ -90,8 +89,7 @@ _GROUPS: dict[str, str] = {
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker more than the machine has CPUs. A worker spends much of a
     test waiting on what it started (the bot's processes, PostgreSQL, uvicorn, the fakes'
-    threads); with one worker per CPU those waits left a core idle. Same machine, runs
-    interleaved, the same CPU time: 2 workers 148.8 s, 3 workers 124.3 s."""
+    threads); with one worker per CPU those waits left a core idle (docs/benchmarks.md)."""
     return (os.cpu_count() or 1) + 1
 
 
@@ -135,8 +133,8 @@ def _compile_once() -> None:
 
     Where ``PYTHONDONTWRITEBYTECODE`` is set (as on the machines this runs on) no process
     caches what it compiles, so every pytest-xdist worker and every ``python -m bot`` the
-    tests start compiled all of ``bot``, ``digests`` and ``config`` from source again
-    (~0.35 s of CPU each). Python reads a cached ``.pyc`` whatever that variable says."""
+    tests start compiled all of ``bot``, ``digests`` and ``config`` from source again.
+    Python reads a cached ``.pyc`` whatever that variable says."""
     if "PYTEST_XDIST_WORKER" in os.environ:
         return
     for package in ("bot", "digests", "config"):

@@ -1,4 +1,4 @@
-"""`/episodes add-show` and `remove-show` (issue 14 item 6), through signed slash commands and
+"""`/episodes add-show` and `remove-show`, through signed slash commands and
 button clicks against the real app, the Slack fake (``users.info``) and a loopback feed
 server, on SQLite and PostgreSQL.
 
@@ -246,7 +246,7 @@ def test_add_show_is_refused_for_a_non_admin(
 
 
 def test_the_ack_does_not_echo_a_password_in_the_url(app: RunningApp) -> None:
-    """Issue 14 wording: "Reading <url> …" came before the refusal, with the password in it."""
+    """Wording: "Reading <url> …" came before the refusal, with the password in it."""
     ack, responses = slash(app, "add-show https://reader:hunter2pw@feeds.example.com/a.xml")
     assert ack["text"] == "Reading https://feeds.example.com/a.xml … the preview follows."
     assert "hunter2pw" not in str(ack) and "reader" not in str(ack)

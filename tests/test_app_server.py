@@ -115,7 +115,7 @@ def test_the_server_is_the_only_signature_check_and_fails_closed(
         server.stop()
 
 
-# TCP_NODELAY (issue 11) --------------------------------------------------------------------
+# TCP_NODELAY ------------------------------------------------------------------------------
 
 
 def test_listen_makes_a_tcp_socket_with_nodelay_that_accepted_sockets_inherit() -> None:
@@ -153,7 +153,7 @@ async def test_connections_served_from_listen_have_nodelay() -> None:
         await server.wait_closed()
 
 
-# /healthz checks the schema (issue 15, item 12) --------------------------------------------
+# /healthz checks the schema ---------------------------------------------------------------
 
 
 async def _healthz(store: Store, settings: Settings) -> httpx.Response:

@@ -129,7 +129,7 @@ def jax_page(tmp_path: Path, extra: str = "") -> Path:
 def test_parse_a_page_of_a_show_not_configured_keeps_its_show_and_invents_no_repo(
     tmp_path: Path,
 ) -> None:
-    # Issue 10 item 10: it was the first configured show (PyTorch) and its repository.
+    # It was the first configured show (PyTorch) and its repository.
     result = run_cli("parse", str(jax_page(tmp_path)), "--json")
     assert result.returncode == 0, result.stderr
     (episode,) = json.loads(result.stdout)

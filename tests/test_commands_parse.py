@@ -276,7 +276,7 @@ def test_a_misspelt_quoted_show_gets_the_real_name_suggested(text: str) -> None:
             "pytorch/pytorch",
         ),
         ("pr https://www.github.com/pytorch/pytorch/pull/5?notification=1", 5, "pytorch/pytorch"),
-        # Another repository's link: that repository's PR (issue 10 item 6).
+        # Another repository's link: that repository's PR.
         ("pr https://github.com/rust-lang/rust/pull/42", 42, "rust-lang/rust"),
     ],
 )

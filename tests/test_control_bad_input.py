@@ -1,6 +1,6 @@
-"""Issue 14's subcommands given bad or borderline filters, over real signed HTTP (SQLite and
-PostgreSQL): each refusal is one line plus the usage and saves nothing; a filter of only
-``-`` terms is allowed, says so, and delivers everything else through real polls; signed
+"""The channel-control subcommands given bad or borderline filters, over real signed HTTP
+(SQLite and PostgreSQL): each refusal is one line plus the usage and saves nothing; a filter of
+only ``-`` terms is allowed, says so, and delivers everything else through real polls; signed
 phrases are stored as phrases."""
 
 from __future__ import annotations

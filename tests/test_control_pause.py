@@ -253,7 +253,7 @@ async def test_pause_and_resume_are_announced_in_the_channel(rig: Rig) -> None:
 async def test_a_pause_with_no_show_named_is_announced_with_the_show_its_reply_names(
     rig: Rig,
 ) -> None:
-    """Issue 14 wording: the reply said "Paused *PyTorch*" while the channel was told
+    """Wording: the reply said "Paused *PyTorch*" while the channel was told
     "paused posting of every show here"; both name the show now."""
     rig.slash("subscribe PyTorch")
     rig.clock.now = START + timedelta(hours=1)

@@ -1,4 +1,4 @@
-"""Daily mode's leftovers (issue 14): `resume --catch-up` in a daily channel posts what arrived
+"""Daily mode's leftovers: `resume --catch-up` in a daily channel posts what arrived
 while paused as one message and leaves no ledger row unposted; `digestbot run --once` sends
 the daily digests that are due; the `daily_at` setting is what a bare `daily` means. Signed
 slash requests to the real app, real polls of a feed on loopback, the Slack fake, SQLite and

@@ -342,7 +342,7 @@ async def test_why_names_the_daily_archive_rule(berlin: Rig) -> None:
 
 
 def test_the_subscribe_reply_says_daily_in_its_first_line(berlin: Rig) -> None:
-    """Issue 14 wording: the first line of a `subscribe … daily` reply says "once a day"
+    """Wording: the first line of a `subscribe … daily` reply says "once a day"
     (only the "Now:" line under it did), after the filter with a comma."""
     rig = berlin
     reply = rig.slash("subscribe PyTorch daily 17:00")

@@ -205,7 +205,7 @@ async def test_every_view_shares_one_bound_on_calls_in_flight() -> None:
 async def test_a_deliverer_defers_a_post_slack_wants_an_hour_for(
     store: Store, slack_fake: SlackFake
 ) -> None:
-    """The delivery path of issue 15 item 6: no hour-long sleep inside a poll."""
+    """The delivery path: no hour-long sleep inside a poll."""
     slack_fake.fail_next("chat.postMessage", status=429, retry_after=3600)
     outbox = slack_outbox(slack_fake)
     d = Deliverer(store, outbox, per_channel_interval=0.0, backoff=0.01)

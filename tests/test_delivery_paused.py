@@ -136,7 +136,7 @@ def test_the_dm_gives_the_command_that_restores_each_subscription(
 
 
 def test_the_dm_escapes_every_text_that_came_from_a_feed_or_slack() -> None:
-    """Issue 15 item 4 for pause DMs: show names, keywords, Slack's error and the channel id
+    """For pause DMs: show names, keywords, Slack's error and the channel id
     reach the DM as words, never as a mention, a broadcast or a forged link."""
     hostile = "<!channel> <https://evil.example|Click here> & <@U0BOSS>"
     subs = [

@@ -1,4 +1,4 @@
-"""The install page in a real browser (issue 13): Debian's ``chromium``, headless, opens
+"""The install page in a real browser: Debian's ``chromium``, headless, opens
 ``/slack/install`` served by the app under uvicorn, and the "Add to Slack" button's link
 in the DOM it built is checked. ``.ci/run`` installs chromium when it is missing and apt
 works; without a browser the test is skipped, saying why."""

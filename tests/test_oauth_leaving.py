@@ -1,4 +1,4 @@
-"""OAuth mode, a workspace leaving and a token Slack refuses (issue 13 item 5), for real: two
+"""OAuth mode, a workspace leaving and a token Slack refuses, for real: two
 workspaces installed through the install flow over HTTP (uvicorn on loopback), subscribing
 by signed slash commands, episodes polled from a local feed server and fanned out by the
 clock's deliverer to the Slack fake, which checks every call carries the token of the team

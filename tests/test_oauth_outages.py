@@ -1,4 +1,4 @@
-"""OAuth mode during outages (issue 13, the single-token ``SlackIdentity``'s counterpart):
+"""OAuth mode during outages (the single-token ``SlackIdentity``'s counterpart):
 the installations' database unreachable, Slack unreachable while a rotating token is due.
 Requests get an answer, not a server error; the install flow a page that says what is
 wrong. Over HTTP (uvicorn on loopback), SQLite and PostgreSQL."""

@@ -1,4 +1,4 @@
-"""Item hashes (issue 11 item 3b): a feed answered 200 again skips the text work of every
+"""Item hashes: a feed answered 200 again skips the text work of every
 item whose bytes hash as before, and still finds the ones that changed.
 
 The text work is counted through spies on the parser's item reader and the extractor's

@@ -85,7 +85,7 @@ def healthy(base: str, http: httpx.Client) -> bool:
 
 def wait_healthy(base: str, proc: subprocess.Popen[str], what: str) -> None:
     """Until ``base`` answers /healthz or ``proc`` ends. One client for all the tries: a new
-    one each 10 ms built an SSL context each time (~10 ms of CPU), beside the starting bot."""
+    one per try builds an SSL context each time, CPU taken from the starting bot."""
     with httpx.Client(timeout=1) as http:
         wait_for(lambda: healthy(base, http) or proc.poll() is not None, timeout=60, what=what)
 

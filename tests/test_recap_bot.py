@@ -177,7 +177,7 @@ def header(message: Mapping[str, Any]) -> str:
         ("mon 09:00", "UTC", datetime(2026, 1, 5, 9, 30, tzinfo=UTC), (2026, 1)),
         # 08:30 UTC on Monday is 09:30 in Berlin but only 04:30 in New York.
         ("mon 09:00", "America/New_York", datetime(2026, 10, 12, 8, 30, tzinfo=UTC), (2026, 40)),
-        # Issue 10 item 8 changed these two from the week they are sent in (41, not over yet)
+        # These two changed from the week they are sent in (41, not over yet)
         # to the last complete week.
         ("sun 20:00", "Europe/Berlin", datetime(2026, 10, 11, 20, 0, tzinfo=BERLIN), (2026, 40)),
         ("fri 17:00", "Europe/Berlin", datetime(2026, 10, 9, 18, 0, tzinfo=BERLIN), (2026, 40)),
@@ -498,7 +498,7 @@ async def test_a_clock_down_at_recap_time_posts_when_it_comes_back(
     )
     fill(store, s, [])
     store.subscribe(TEAM, "C1", "PyTorch")
-    # C1 was there when the recap was due (issue 10 item 8: later ones wait a week).
+    # C1 was there when the recap was due (later ones wait a week).
     backdate(store, "C1", real_now - timedelta(days=3))
     d = deliverer(deliverers, store, slack_fake)
     scheduler, event = await _run_scheduler(s, store, d, EVENT_JOB_EXECUTED | EVENT_JOB_MISSED)

@@ -1,4 +1,4 @@
-"""How many times the recap post is rendered (issue 11): once for a week that fits, a few
+"""How many times the recap post is rendered: once for a week that fits, a few
 for one that overflows, and always the post the first fitting plan gives."""
 
 from __future__ import annotations

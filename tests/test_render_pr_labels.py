@@ -1,6 +1,6 @@
 """A PR of another repository than the show's is labelled ``owner/repo#n`` on every surface
 (digest, thread, Key PRs, recap post and thread, week answer, recap text); the show's own
-repository's stay ``#n`` (issue 10, item 6)."""
+repository's stay ``#n``."""
 
 from __future__ import annotations
 

@@ -238,7 +238,7 @@ async def test_stopping_the_clock_lets_a_running_poll_finish(
 async def test_a_slack_outage_at_start_up_is_waited_out(
     db_url: str, slack_fake: SlackFake, feed_server: FeedServer
 ) -> None:
-    """Issue 15 item 11: the clock keeps trying auth.test instead of exiting."""
+    """The clock keeps trying auth.test instead of exiting."""
     url = feed_server.route("/feed.xml", rss(rss_item(3)))
     settings = Settings(
         shows=[ShowConfig(name="PyTorch", feed=url)],

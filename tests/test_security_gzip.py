@@ -1,4 +1,4 @@
-"""Compressed bodies are decoded a bounded piece at a time (issue 15, item 1): a gzip bomb,
+"""Compressed bodies are decoded a bounded piece at a time: a gzip bomb,
 stacked once, twice or three times, stops at the size cap with memory near the cap."""
 
 from __future__ import annotations

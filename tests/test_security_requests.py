@@ -1,4 +1,4 @@
-"""Hostile requests to ``/slack/events`` (issue 15, items 2 and 10): the body limit holds
+"""Hostile requests to ``/slack/events``: the body limit holds
 while reading, chunked bodies included; unsigned or malformed requests get 401 before
 anything parses them; signed payloads of odd shape get a polite reply, never a 500."""
 

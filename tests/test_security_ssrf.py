@@ -1,4 +1,4 @@
-"""No SSRF through the feeds an operator configured (issue 15, item 3): polled feeds and the
+"""No SSRF through the feeds an operator configured: polled feeds and the
 CLI refuse redirect hops to non-public addresses; the first hop may be private only when the
 config (or the command line) names a private host itself, or says ``allow_private``."""
 

@@ -1,4 +1,4 @@
-"""``run --once`` with the store failing mid-poll (issue 15, item 13): one line on stderr and
+"""``run --once`` with the store failing mid-poll: one line on stderr and
 exit code 2, as the README promises, not exit 0 under a traceback per show."""
 
 from __future__ import annotations

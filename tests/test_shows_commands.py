@@ -1,4 +1,4 @@
-"""Issue 10, items 3–7, 9 and 13 (commands): `/episodes` in a workspace of three shows.
+"""`/episodes` in a workspace of three shows.
 
 The parser as tables, then the answers through the real app (signed requests, in-process
 ASGI, the Slack fake), SQLite and PostgreSQL. Shows: PyTorch → pytorch/pytorch, JAX →

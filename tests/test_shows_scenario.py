@@ -1,4 +1,4 @@
-"""Issue 10, done when: one workspace, three shows, five channels, end to end.
+"""One workspace, three shows, five channels, end to end.
 
 PyTorch → pytorch/pytorch, JAX → jax-ml/jax, Triton → triton-lang/triton, in Asia/Tokyo.
 Feeds of 30–50 episodes are served by ``tests.feedserver`` (Triton's has an undated item in

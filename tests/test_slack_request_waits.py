@@ -1,4 +1,4 @@
-"""Issue 15 items 6 and 11: request paths never sleep out a long Retry-After, and a Slack
+"""Request paths never sleep out a long Retry-After, and a Slack
 outage at the first request does not refuse it ("installation no longer available")."""
 
 from __future__ import annotations

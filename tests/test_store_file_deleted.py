@@ -1,4 +1,4 @@
-"""Issue 15 item 12 (writes): the SQLite file deleted (or replaced) while serving. SQLite
+"""Writes with the SQLite file deleted (or replaced) while serving. SQLite
 would keep writing to the deleted file and report success; the store refuses instead, so a
 `subscribe` is not confirmed while lost, and the delivery ledger stops rather than
 recording posts nowhere (which would make the next run post them again)."""

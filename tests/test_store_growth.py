@@ -1,4 +1,4 @@
-"""Reads that stay flat as the archive grows (issue 11): the shapes the store relies on."""
+"""Reads that stay flat as the archive grows: the shapes the store relies on."""
 
 from __future__ import annotations
 

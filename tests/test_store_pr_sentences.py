@@ -1,4 +1,4 @@
-"""Issue 15 item 8: a sentence naming many PRs is stored once per episode (PR rows point at
+"""A sentence naming many PRs is stored once per episode (PR rows point at
 it), and PR references are bounded per feed poll. Rows and bytes measured before/after."""
 
 from __future__ import annotations

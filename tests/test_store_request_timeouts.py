@@ -1,4 +1,4 @@
-"""Issue 15 item 7: the web app's store gives up on a database that does not answer well
+"""The web app's store gives up on a database that does not answer well
 within Slack's 3 s, and the reply says the database is not answering."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A short-lived cache of `/episodes` answers, so a busy channel costs one query per TTL.
 
-Answering from the store and rendering costs ~1 ms of CPU (measured: store 0.8 ms, Jinja
-0.4 ms), which caps one process near 400 commands/s; a hit costs a dict lookup. Episodes
+Answering from the store and rendering is most of a command's CPU, which caps what one
+process answers per second; a hit costs a dict lookup (docs/benchmarks.md). Episodes
 change at most once per poll (minutes), so a few seconds of staleness is invisible. Answers
 about this channel's own state (list, status) and changes (subscribe) are never cached,
 and a change in this process clears everything. With several shows, a query that names

@@ -1,4 +1,4 @@
-"""Channel-control subcommands (issue 14): preview, pause, resume.
+"""Channel-control subcommands: preview, pause, resume.
 
 ``preview`` runs a filter over a show's newest episodes exactly as delivery does
 (``digests.filters`` over headline, summary, transcript and PR titles and areas) and says,

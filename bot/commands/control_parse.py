@@ -1,4 +1,4 @@
-"""Arguments of the channel-control subcommands (issue 14): preview, pause, resume. Pure.
+"""Arguments of the channel-control subcommands: preview, pause, resume. Pure.
 
 A filter is read here, not by ``shlex``: an apostrophe ("don't") is part of a word, and the
 curly quotes Slack types stand for straight ones; the terms then go to ``digests.filters``.

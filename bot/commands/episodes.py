@@ -327,8 +327,8 @@ def search(command: Search, deps: Deps, invocation: Invocation | None = None) ->
     episode has them all, those with some (and the header says so)."""
     shows = scope(command.show, deps, invocation)
     wanted = title_words(command.words)
-    # The pool newest first, not by score (a score's pick of it cost its corpus statistics,
-    # 11 ms at 100k episodes), then phrase first; only the ten shown have their PRs read.
+    # The pool newest first, not by score (a score needs corpus statistics, which grow
+    # with the archive), then phrase first; only the ten shown have their PRs read.
     results = deps.store.search(
         command.words,
         limit=SEARCH_POOL,
@@ -339,8 +339,7 @@ def search(command: Search, deps: Deps, invocation: Invocation | None = None) ->
     )
     words = escape.truncate(command.words, 60)
     title = msg.SEARCH_TITLE.format(words=words)
-    # One distinct word: "some of the words" would be the same search again (1 ms at 100k
-    # episodes for a word the show's episodes never have).
+    # One distinct word: "some of the words" would be the same search again.
     if not results and len(set(wanted)) > 1:
         results = deps.store.search(command.words, limit=MAX_SEARCH, shows=shows)
         title = msg.SOME_WORDS.format(words=words)

@@ -1,8 +1,8 @@
-"""Channel controls of issue 14: preview, pause and resume, why."""
+"""Channel controls: preview, pause and resume, why."""
 
 from bot.messages.basics import COMMAND
 
-# -- preview (issue 14) ------------------------------------------------------------------
+# -- preview -------------------------------------------------------------------------------
 
 FILTER_TOO_MANY = "A filter takes at most {limit} terms, not {count}."
 FILTER_TERM_TOO_LONG = "Filter terms are at most {limit} characters each."
@@ -58,7 +58,7 @@ PREVIEW_HINT = "Which recent episodes this lets through: `{command} preview {arg
 PREVIEW_HINT_MANY = "Which recent episodes this lets through: {commands}"
 PREVIEW_HINT_ONE = "`{command} preview {args}`"
 
-# -- pause / resume (issue 14) -----------------------------------------------------------
+# -- pause / resume ------------------------------------------------------------------------
 
 PAUSE_NEED_WHEN = "Pause {word} what? Write it like `for 3d`, `until mon` or `until 2026-12-24`."
 PAUSE_NOT_A_DURATION = "`{value}` is not a length of time; write it like 12h, 3d or 2w."
@@ -101,7 +101,7 @@ CAUGHT_UP_NEWEST = "The newest {posted} of the {count} episodes that arrived whi
 LIST_HELD_UNTIL = " — :double_vertical_bar: paused until {until}"
 LIST_HELD_OPEN = " — :double_vertical_bar: paused until resumed"
 
-# -- why (issue 14) ----------------------------------------------------------------------
+# -- why -----------------------------------------------------------------------------------
 
 NEED_WHY = "Why what? Give an episode link, a date, words of its title, or #PR."
 WHY_NOTHING = "No episode matches that; try an episode link, a date, words of its title or #PR."

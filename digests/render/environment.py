@@ -209,8 +209,8 @@ class MrkdwnEnvironment(Environment):
 class CompiledTemplates(BytecodeCache):
     """Templates compiled once and shared by every environment ``make_environment`` makes.
 
-    Each new environment compiled each template it used again (all of them: ~84 ms of CPU),
-    and environments are made per poll cycle, per one-shot command and per app. Jinja's
+    Each new environment compiled each template it used again (every one of them), and
+    environments are made per poll cycle, per one-shot command and per app. Jinja's
     own bytecode cache hook, holding the code objects in memory: a bucket is keyed by the
     template's name and file and carries the source's checksum, so an override edited on
     disk is compiled anew. Every environment it serves has the same settings (this

@@ -119,8 +119,8 @@ def _postgres_statement(
     not the whole answer)."""
     # The words rendered into the statement's text, not bound: psycopg prepares a statement
     # run five times, and PostgreSQL's generic plan for it (any words) then guessed a rare
-    # word for every search: a bitmap of all 100k matches sorted (600 ms) instead of the
-    # key walked for the newest 200. The words are only ever ``\w+`` tokens, quoted.
+    # word for every search: a bitmap of every match sorted instead of the key walked for
+    # the newest 200. The words are only ever ``\w+`` tokens, quoted.
     words = sa.bindparam(
         "words", websearch_query(tokens, mode), type_=sa.Text, literal_execute=True
     )
@@ -185,7 +185,7 @@ def _sqlite_statement(
     # with the words' (a show's episodes probed one by one, or every match in the archive
     # checked for its show, grew with the archive). bm25 is computed for the candidates
     # only, but its first call counts every match of each word in the whole archive (its
-    # IDF): 11 ms for two words in all of 100k episodes, hence not at all when not ranked.
+    # IDF), which grows with the archive: hence not at all when not ranked.
     score = sa.func.bm25(fts_name, *weights) if ranked else sa.null()
     inner = sa.select(fts.c.rowid.label("id"), score.label("score")).select_from(fts).where(match)
     candidates = inner.order_by(fts.c.rowid.desc()).limit(RANKED_CANDIDATES).subquery("candidates")
@@ -210,7 +210,7 @@ Pick = Callable[[list[Episode]], Sequence[Episode]]
 
 def _hydrated(conn: sa.Connection, rows: Sequence[Any], pick: Pick | None) -> list[Episode]:
     """The rows as Episodes; with ``pick``, the ones it picks from all of them read
-    without their pull requests (a pool of 50 hydrated to show ten cost 1.5 ms)."""
+    without their pull requests (only the picked few are shown)."""
     if pick is None:
         return hydrate(conn, rows)
     pool = hydrate(conn, rows, pull_requests=False)

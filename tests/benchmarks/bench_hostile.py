@@ -1,4 +1,4 @@
-"""Hostile inputs, peak memory with same-run baselines (issue 15).
+"""Hostile inputs, peak memory with same-run baselines.
 
     .venv/bin/python -m tests.benchmarks.bench_hostile [--bomb-mb 1024] [--chunked-mb 200]
                                                       [--code DIR]

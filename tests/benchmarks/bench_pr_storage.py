@@ -1,4 +1,4 @@
-"""PR storage benchmark (issue 15 item 8): a feed of ``--items`` items (4,327 by default,
+"""PR storage benchmark: a feed of ``--items`` items (4,327 by default,
 the 19.9 MB feed of the issue) each naming 470 PRs in one long sentence, stored on SQLite.
 
 Baseline, same run: the episodes upserted without the per-poll bound, then the schema

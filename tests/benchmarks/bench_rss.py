@@ -1,4 +1,4 @@
-"""Idle RSS of `digestbot serve` on a 10k-episode store (issue 11: ≤ 100 MB).
+"""Idle RSS of `digestbot serve` on a 10k-episode store (the target: ≤ 100 MB).
 
 Seeds 10,000 generated episodes over 20 shows (``bench_growth``'s archive: ~3 KB
 transcripts, 6 PRs each) into SQLite, starts ``digestbot serve`` as a real process (the

@@ -1,4 +1,4 @@
-"""Indexes that keep reads flat as the archive grows (issue 11).
+"""Indexes that keep reads flat as the archive grows.
 
 ``(show_id, published_at, id)``: a show's newest episodes (the poll's candidates, an
 episode's neighbours) read as an index range that stops at the limit instead of a sort of

@@ -2,19 +2,18 @@
 
 SQLite: ``episodes_fts`` gains a ``show_key`` column (``showid<id>``, one token no text
 says), so a search scoped to some shows is one FTS5 query (``show_key : "showid3" AND …``)
-that intersects the show's short posting list with the words' inside the index. Before,
-the scope was a ``rowid IN (…)`` over the show's episodes: one probe of the index per
-episode of the show, or, for a word common in the archive and absent from the show, every
-match in the archive read to find none (100k episodes, one show of 20: 0.5-2 s, 150 ms
-CPU). The index's content is the view ``episodes_search`` (the episode's text columns and
-its show key), so FTS5's own rebuild and checks read what the triggers write. The text
-columns keep their order, so bm25's weights and scores are unchanged (the query gives the
-new column weight 0 and keeps the user's words to the text columns). Rebuilt from
-``episodes``, then merged into one segment.
+that intersects the show's short posting list with the words' inside the index. Before, the
+scope was a ``rowid IN (…)`` over the show's episodes: one probe of the index per episode of
+the show, or, for a word common in the archive and absent from the show, every match in the
+archive read to find none (docs/benchmarks.md). The index's content is the view
+``episodes_search`` (the episode's text columns and its show key), so FTS5's own rebuild and
+checks read what the triggers write. The text columns keep their order, so bm25's weights
+and scores are unchanged (the query gives the new column weight 0 and keeps the user's words
+to the text columns). Rebuilt from ``episodes``, then merged into one segment.
 
 PostgreSQL: the same scope had the planner walk the primary key backwards, guessing the
 show and the words independent, so a word common in the archive and absent from the show
-read all 100k rows (0.5 s). The query now reads the show's newest episodes first, by the
+read all 100k rows. The query now reads the show's newest episodes first, by the
 new ``(show_id, id)`` index, and otherwise asks a GIN index over ``(show_id,
 search_document)``, which intersects the show and the words inside the index. A GIN index
 of an integer needs ``btree_gin`` (a trusted extension that ships with PostgreSQL), found

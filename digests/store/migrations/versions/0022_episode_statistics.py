@@ -3,10 +3,9 @@
 0020 created ``ix_episodes_show_id_raw_hash`` after the last ``ANALYZE``: SQLite had no
 statistics for it, guessed it the best index for ``show_id = ?``, and read a show's newest
 episodes through it plus a sort of the whole show instead of the ``(show_id, published_at,
-id)`` range that stops at the limit (100k episodes, 1 show of 20: ``recent`` 2.4 → 22 ms
-CPU, ``latest`` and title words the same). ``ANALYZE`` with the bound the store uses after
-a large upsert (``digests.store.episodes``), so the statistics cover every index; PostgreSQL
-is analyzed too (0021 added two indexes).
+id)`` range that stops at the limit (docs/benchmarks.md). ``ANALYZE`` with the bound the
+store uses after a large upsert (``digests.store.episodes``), so the statistics cover every
+index; PostgreSQL is analyzed too (0021 added two indexes).
 
 Revision ID: 0022
 Revises: 0021
