@@ -10,6 +10,7 @@ import logging
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
@@ -36,6 +37,19 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+class SignedApp(AsyncApp):
+    """An ``AsyncApp`` that leaves the signature to ``bot.server``, which checks it on the raw
+    bytes before Bolt parses anything: the secret is kept where the server reads it (Bolt
+    keeps its own copy privately), and Bolt does not check it again (Socket Mode requests
+    are not signed)."""
+
+    def __init__(self, *, signing_secret: str, **kwargs: Any) -> None:
+        super().__init__(
+            signing_secret=signing_secret, request_verification_enabled=False, **kwargs
+        )
+        self.signing_secret = signing_secret
+
+
 def build_app(
     settings: Settings,
     store: Store,
@@ -46,7 +60,7 @@ def build_app(
     reply_cache_ttl: float = DEFAULT_TTL,
     installations: Installations | None = None,
     tokens: TeamTokens | None = None,
-) -> AsyncApp:
+) -> SignedApp:
     """The Slack app: `/episodes`, buttons, App Home and unfurls over one store.
 
     ``process_before_response=True``: Bolt's default polls for ``ack()`` every 10 ms, which
@@ -80,16 +94,15 @@ def build_app(
     if settings.oauth_mode:
         app = _oauth_app(settings, store, client, signing_secret, deps, installations, tokens)
     else:
-        app = AsyncApp(
+        app = SignedApp(
             name="digestbot",
             process_before_response=True,
             signing_secret=signing_secret,
-            request_verification_enabled=False,  # bot.server verified it (see build_app)
             client=client,
             # Bolt's own authorization calls auth.test on the first request and refuses it
             # when Slack is down; SlackIdentity answers from the token meanwhile. An
-            # AsyncAuthorize instance, which Bolt takes as it is (its hint names functions).
-            authorize=SlackIdentity(client),  # type: ignore[arg-type]
+            # AsyncAuthorize instance, which Bolt takes as it is.
+            authorize=SlackIdentity(client),
         )
     app.use(replay_guard(store, deps.now))
     register_slash(app, deps, TtlCache(ttl=reply_cache_ttl))
@@ -108,7 +121,7 @@ def _oauth_app(
     deps: Deps,
     installations: Installations | None,
     tokens: TeamTokens | None,
-) -> AsyncApp:
+) -> SignedApp:
     """Many workspaces: Bolt's install flow, and every request's token from its team."""
     installations = installations or Installations(
         settings.database_url, settings.slack_client_id or ""
@@ -117,15 +130,14 @@ def _oauth_app(
     # Every request's client is a copy of this one, retry handlers included: the watcher
     # sees the token Slack refuses on any request's call, and that team is stopped.
     client.retry_handlers = [tokens.watcher(), *client.retry_handlers]
-    app = AsyncApp(
+    app = SignedApp(
         name="digestbot",
         process_before_response=True,
         signing_secret=signing_secret,
-        request_verification_enabled=False,  # bot.server verified it (see build_app)
         client=client,
         oauth_flow=build_oauth_flow(settings, installations, client, store),
         # An AsyncAuthorize instance (not a function) is what Bolt accepts beside a flow.
-        authorize=TeamAuthorize(tokens),  # type: ignore[arg-type]
+        authorize=TeamAuthorize(tokens),
     )
     register_leaving(app, installations, tokens, store)
     return app

@@ -36,6 +36,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from bot import logs, messages
+from bot.app import SignedApp
 from bot.listen import listen
 from bot.metrics import CONTENT_TYPE, Metrics
 from bot.readiness import Probe, render, run_checks
@@ -106,10 +107,10 @@ async def read_body(request: Request, limit: int = MAX_BODY) -> bytes | None:
     return bytes(body)
 
 
-def _signing_secret(app: AsyncApp) -> str | None:
-    # Bolt keeps the secret it verifies with privately; reading it keeps one source of truth
-    # (build_app picks a random one when none is configured).
-    secret = getattr(app, "_signing_secret", None)
+def _secret_of(app: AsyncApp) -> str | None:
+    # build_app's secret (a random one when none is configured): an app that does not say
+    # what it is gets nothing through, as Bolt does not check signatures again.
+    secret = app.signing_secret if isinstance(app, SignedApp) else None
     return secret if isinstance(secret, str) and secret.strip() else None
 
 
@@ -159,7 +160,7 @@ def _count(metrics: Metrics | None, req: AsyncBoltRequest | None, outcome: str, 
 def _events_handler(
     app: AsyncApp, metrics: Metrics | None = None
 ) -> Callable[[Request], Awaitable[Response]]:
-    secret = _signing_secret(app)
+    secret = _secret_of(app)
     # Each request's id in the logs: this process's random prefix and a count (a uuid4 per
     # request cost ten times as much CPU).
     prefix, numbers = secrets.token_hex(3), itertools.count(1)

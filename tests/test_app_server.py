@@ -99,7 +99,7 @@ def test_the_server_is_the_only_signature_check_and_fails_closed(
     assert not any(
         type(m).__name__ == "AsyncRequestVerification" for m in app._async_middleware_list
     )
-    app._signing_secret = ""  # what the server reads; blank reads as no secret at all
+    app.signing_secret = ""  # what the server reads; blank reads as no secret at all
     server = AppServer(app_settings, build_asgi(app, store)).start()
     sender = SlackSender(server.url, slack_fake)
     try:
