@@ -236,7 +236,7 @@ class Metrics:
     # -- hooks --------------------------------------------------------------------------
     def _at(self, metric: Any, *values: str) -> Any:
         """``metric.labels(*values)``, kept: ``labels`` validates and locks on each call (a
-        few µs, on every request); label values are bounded, so this stays small."""
+        cost paid on every request); label values are bounded, so this stays small."""
         key = (id(metric), values)
         child = self._children.get(key)
         if child is None:

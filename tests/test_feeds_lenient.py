@@ -1,4 +1,4 @@
-"""Feeds as hand-made and CMS feeds are written (issue 25): each common flaw read right —
+"""Feeds as hand-made and CMS feeds are written: each common flaw read right —
 title, summary, link, date, duration, PRs — on the command line (``main(argv, stdout)``)
 and through a real poll that posts to the Slack fake; the show's ``status`` and ``why`` say
 the feed was read leniently. A document cut off mid-item posts its complete items, and the

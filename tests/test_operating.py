@@ -1,4 +1,4 @@
-"""Operating the bot (issue 28): real `serve` and `clock` processes scraped while things happen.
+"""Operating the bot: real `serve` and `clock` processes scraped while things happen.
 
 Each counter must move by exactly what happened (counted against the Slack fake's record and
 the store), the exposition must parse with prometheus_client's own parser, `/readyz` must
