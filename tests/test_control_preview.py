@@ -54,7 +54,7 @@ def test_preview_says_per_episode_which_term_decided(slack_app: RunningApp) -> N
         "— skipped: mentions none of “compiler”, “dynamic shapes”"
     )
     assert sum(1 for line in lines(body) if " — " in line) == 20
-    # What subscribing would post, as the subscribe reply says it (issue 31, item 8).
+    # What subscribing would post, as the subscribe reply says it.
     assert lines(body)[-1] == (
         'Nothing changed. `/episodes subscribe PyTorch compiler "dynamic shapes" -hang` here '
         "would post each new episode this filter lets through, and at the next poll already: "

@@ -1,4 +1,4 @@
-"""An item the feed dates a month ahead (issue 31, item 10) is dated when first seen, as an
+"""An item the feed dates a month ahead is dated when first seen, as an
 undated one is: posted when it arrives, then below what comes after it in `latest`, `recent`
 and the App Home. Signed requests to the real app, real polls of a feed on loopback, the
 Slack fake, SQLite and PostgreSQL."""

@@ -1,4 +1,4 @@
-"""A show's `prs` setting (issue 31, item 9): in a Linux kernel show "PR 2 of the sched series"
+"""A show's `prs` setting: in a Linux kernel show "PR 2 of the sched series"
 and "pull request 42 from the mailing list" are no GitHub PRs. `prs = "links"` keeps only
 github.com/…/pull/N links, `prs = "off"` none; a `repo` that is not on GitHub is refused at
 config check, saying what to set. Signed requests to the real app, real polls of a feed on

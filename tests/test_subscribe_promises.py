@@ -1,4 +1,4 @@
-"""What a reply promises is what happens (issue 31, item 8): the episodes a new keyword
+"""What a reply promises is what happens: the episodes a new keyword
 subscription's reply names are posted at the next poll even when newer ones arrive first,
 and `preview` says what `subscribe` with its filter would post, which is what it posts.
 Signed slash requests to the real app, real polls of a feed on loopback, the Slack fake,
