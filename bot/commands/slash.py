@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
@@ -15,7 +16,7 @@ from bot import messages as msg
 from bot.commands import Answer, answer
 from bot.commands.add_show import run_show_command
 from bot.commands.base import Deps, Invocation
-from bot.commands.cache import SingleFlight, TtlCache, cache_key
+from bot.commands.cache import SingleFlight, TtlCache, cache_key, channel_scoped
 from bot.commands.model import CommandError
 from bot.commands.parse import Subscribe, Unsubscribe
 from bot.commands.replies import error_reply, message, section
@@ -55,6 +56,7 @@ async def answer_off_loop(
 
 
 _CHANNEL_RE = re.compile(CHANNEL_ID_PATTERN)
+_FLIGHT = "\x1e"  # a flight's key: the cache key and the version it is made under
 
 
 def refused(invocation: Invocation) -> Message | None:
@@ -101,16 +103,62 @@ async def show_command_later(
     await respond(response_type="ephemeral", replace_original=False, text=text, blocks=blocks)
 
 
-def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Answer] | None = None) -> None:
-    replies: TtlCache[Answer] = cache if cache is not None else TtlCache()
-    notices: set[asyncio.Task[None]] = set()  # held until done: the loop keeps weak refs
-    flights: SingleFlight[Answer] = SingleFlight()
+@dataclass(frozen=True)
+class Cached:
+    """A cached answer, and the subscriptions version it was made under (None: an answer
+    that does not depend on them)."""
 
-    async def cached(key: str, text: str, invocation: Invocation) -> Answer:
-        result = await answer_off_loop(text, deps, invocation)
-        if result.command is not None:  # failures are not remembered
-            replies.put(key, result)
+    answer: Answer
+    version: int | None = None
+
+
+async def subscriptions_version(deps: Deps) -> int | None:
+    """The store's subscriptions version (``Store.answers_version``); None when it cannot
+    be read (the answer is then made afresh and not cached)."""
+    try:
+        return await asyncio.to_thread(deps.store.answers_version)
+    except StoreError as exc:
+        log.warning("could not read the answers' version: %s", exc)
+        return None
+
+
+class Replies:
+    """The answers cached by this process (see ``bot.commands.cache``). Used from the event
+    loop only: no lock needed."""
+
+    def __init__(self, deps: Deps, cache: TtlCache[Cached]) -> None:
+        self.deps = deps
+        self.cache = cache
+        self.flights: SingleFlight[Answer] = SingleFlight()
+
+    async def _made(self, key: str, text: str, invocation: Invocation, scoped: bool) -> Answer:
+        # The version is read before the answer: a subscribe committed meanwhile leaves this
+        # entry older than the version, and the next command makes it again.
+        version = await subscriptions_version(self.deps) if scoped else None
+        result = await answer_off_loop(text, self.deps, invocation)
+        if result.command is not None and (version is not None or not scoped):
+            self.cache.put(key, Cached(result, version))  # failures are not remembered
         return result
+
+    async def get(self, key: str, text: str, invocation: Invocation) -> Answer:
+        """The cached answer under ``key`` while it holds, else a new one (shared by the
+        requests that ask at once)."""
+        hit = self.cache.get(key)
+        if not channel_scoped(key):
+            if hit is not None:
+                return hit.answer
+            return await self.flights.run(key, lambda: self._made(key, text, invocation, False))
+        # About the channel's shows: good while no process has changed a subscription.
+        current = await subscriptions_version(self.deps)
+        if hit is not None and current is not None and hit.version == current:
+            return hit.answer
+        flight = f"{key}{_FLIGHT}{current}"
+        return await self.flights.run(flight, lambda: self._made(key, text, invocation, True))
+
+
+def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Cached] | None = None) -> None:
+    replies = Replies(deps, cache if cache is not None else TtlCache())
+    notices: set[asyncio.Task[None]] = set()  # held until done: the loop keeps weak refs
 
     async def on_show_command(
         ack: AsyncAck, respond: AsyncRespond, client: AsyncWebClient, text: str, inv: Invocation
@@ -155,10 +203,9 @@ def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Answer] | None = N
         if key is None:
             result = await answer_off_loop(text, deps, invocation)
             if isinstance(result.command, Subscribe | Unsubscribe):
-                replies.clear()  # `week` answers depend on what the channel follows
+                replies.cache.clear()  # `week` answers depend on what the channel follows
         else:
-            hit = replies.get(key)
-            result = hit or await flights.run(key, lambda: cached(key, text, invocation))
+            result = await replies.get(key, text, invocation)
         if result.announce is not None:
             # Runs once this listener has returned its answer (nothing is awaited before
             # that): the response_url call must not eat into the three seconds Slack waits

@@ -1,0 +1,63 @@
+"""What the web processes share about answers: those shown with a Share button, and the
+version of the subscriptions that answers about a channel's shows were made under."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from digests.store.database import Database, aware
+from digests.store.schema import answers_version, shared_answers
+
+# An ephemeral reply stays on screen until the person dismisses it or reloads Slack; a day
+# covers reading one and deciding to share it (after that, the command runs again).
+KEEP_SHARED = timedelta(days=1)
+
+_VERSION = sa.select(answers_version.c.version).where(answers_version.c.id == 1)
+
+
+class AnswersMixin:
+    _db: Database
+
+    def answers_version(self) -> int:
+        """Grows with every write to the subscriptions, by any process (one indexed read)."""
+        return int(self._db.scalar("reading the answers' version", _VERSION) or 0)
+
+    def keep_answer(self, token: str, message: dict[str, Any], now: datetime) -> None:
+        """Remember the answer a Share button names (``token``: its content's hash, so the
+        same answer shown again is one row, its time renewed); older ones than
+        ``KEEP_SHARED`` are forgotten in the same transaction."""
+        now = aware(now, "now")
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+
+        def write(conn: sa.Connection) -> None:
+            conn.execute(
+                sa.delete(shared_answers).where(shared_answers.c.shown_at < now - KEEP_SHARED)
+            )
+            updated = conn.execute(
+                sa.update(shared_answers)
+                .where(shared_answers.c.token == token)
+                .values(shown_at=now)
+            ).rowcount
+            if not updated:
+                conn.execute(
+                    sa.insert(shared_answers).values(token=token, message=data, shown_at=now)
+                )
+
+        # Two processes showing the same answer at once race on the key: the loser's retry
+        # finds the row.
+        self._db.write("keeping a shared answer", write)
+
+    def shared_answer(self, token: str) -> dict[str, Any] | None:
+        """The answer kept under ``token``, or None (never kept, or forgotten)."""
+        with self._db.transaction("reading a shared answer", write=False) as conn:
+            data = conn.execute(
+                sa.select(shared_answers.c.message).where(shared_answers.c.token == token[:64])
+            ).scalar()
+        if data is None:
+            return None
+        value = json.loads(data)
+        return value if isinstance(value, dict) else None
