@@ -204,4 +204,3 @@ def test_share_on_another_process_posts_the_answer_shown(
     assert posted["blocks"][:-1] == shown["blocks"][:-1]
     assert posted["blocks"][-1]["elements"][0]["text"] == f"Shared by <@{USER}>"
     assert deleted["delete_original"] is True
-

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import sqlalchemy as sa
+
 from digests.store import Store
 from digests.store.answers import KEEP_SHARED
+from digests.store.schema import shared_answers
 
 NOW = datetime(2026, 10, 7, 9, 30, tzinfo=UTC)
 ANSWER = {"text": "Latest 3 episodes", "blocks": [{"type": "section", "text": "<x> & “y”"}]}
@@ -50,3 +53,11 @@ def test_every_write_to_the_subscriptions_moves_the_version(store: Store) -> Non
     assert not moved()
     assert store.unsubscribe("T1", "C9") == 0
     assert not moved()
+
+
+def test_a_row_that_is_not_an_answer_is_none(store: Store) -> None:
+    with store.engine.begin() as conn:
+        conn.execute(sa.insert(shared_answers).values(token="bad", message="{", shown_at=NOW))
+        conn.execute(sa.insert(shared_answers).values(token="list", message="[]", shown_at=NOW))
+    assert store.shared_answer("bad") is None
+    assert store.shared_answer("list") is None

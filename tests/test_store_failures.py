@@ -34,9 +34,7 @@ from digests.types import (
 from tests.fixtures.store import POSTGRES_ENV, postgres_schema
 
 NOW = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)
-EPISODE = Episode(
-    guid="g1", show="PyTorch", title="PyTorch: One", headline="One", published_at=NOW
-)
+EPISODE = Episode(guid="g1", show="PyTorch", title="PyTorch: One", headline="One", published_at=NOW)
 ROW = LedgerRow(
     id=1,
     team_id="T1",
@@ -90,6 +88,9 @@ STORE_CALLS: dict[str, StoreCall] = {
     "first_seen": lambda s: s.first_seen("PyTorch", ["g1"]),
     "archive_seen_at": lambda s: s.archive_seen_at("PyTorch"),
     "first_request": lambda s: s.first_request("event:Ev1", NOW),
+    "answers_version": lambda s: s.answers_version(),
+    "keep_answer": lambda s: s.keep_answer("t1", {"text": "x", "blocks": []}, NOW),
+    "shared_answer": lambda s: s.shared_answer("t1"),
     "recent": lambda s: s.recent(5),
     "between": lambda s: s.between(NOW, NOW),
     "count_between": lambda s: s.count_between(NOW, NOW),

@@ -57,7 +57,8 @@ class AnswersMixin:
             data = conn.execute(
                 sa.select(shared_answers.c.message).where(shared_answers.c.token == token[:64])
             ).scalar()
-        if data is None:
+        try:
+            value = json.loads(data) if data is not None else None
+        except ValueError:  # not what keep_answer wrote: as good as forgotten
             return None
-        value = json.loads(data)
         return value if isinstance(value, dict) else None
