@@ -34,7 +34,9 @@ from digests.types import (
 from tests.fixtures.store import POSTGRES_ENV, postgres_schema
 
 NOW = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)
-EPISODE = Episode(guid="g1", show="PyTorch", title="PyTorch: One", headline="One", published_at=NOW)
+EPISODE = Episode(
+    guid="g1", show="PyTorch", title="PyTorch: One", headline="One", published_at=NOW
+)
 ROW = LedgerRow(
     id=1,
     team_id="T1",
