@@ -274,16 +274,6 @@ class Database:
             with conn.begin():
                 yield conn
 
-    def scalar(self, action: str, stmt: sa.Executable) -> Any:
-        """One read on its own. On PostgreSQL it runs in autocommit: one round trip after
-        the pool's ping, where a transaction adds BEGIN and COMMIT (a read asked for on
-        every request: see ``Store.answers_version``)."""
-        if self.dialect != "postgresql":
-            with self.transaction(action, write=False) as conn:
-                return conn.execute(stmt).scalar()
-        with self.errors(action), self.engine.connect() as conn:
-            return conn.execution_options(isolation_level="AUTOCOMMIT").execute(stmt).scalar()
-
     @contextmanager
     def reading(self, action: str) -> Iterator[None]:
         """The reads inside (in this thread) share one transaction: one snapshot, and one
