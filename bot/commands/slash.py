@@ -131,10 +131,12 @@ class Replies:
         self.cache = cache
         self.flights: SingleFlight[Answer] = SingleFlight()
 
-    async def _made(self, key: str, text: str, invocation: Invocation, scoped: bool) -> Answer:
-        # The version is read before the answer: a subscribe committed meanwhile leaves this
-        # entry older than the version, and the next command makes it again.
-        version = await subscriptions_version(self.deps) if scoped else None
+    async def _made(
+        self, key: str, text: str, invocation: Invocation, scoped: bool, version: int | None
+    ) -> Answer:
+        """A new answer, cached. ``version``: the subscriptions version read before it (a
+        subscribe committed meanwhile leaves the entry older than the version, and the next
+        command makes it again); None for a scoped answer: not cached."""
         result = await answer_off_loop(text, self.deps, invocation)
         if result.command is not None and (version is not None or not scoped):
             self.cache.put(key, Cached(result, version))  # failures are not remembered
@@ -147,13 +149,16 @@ class Replies:
         if not channel_scoped(key):
             if hit is not None:
                 return hit.answer
-            return await self.flights.run(key, lambda: self._made(key, text, invocation, False))
+            return await self.flights.run(
+                key, lambda: self._made(key, text, invocation, False, None)
+            )
         # About the channel's shows: good while no process has changed a subscription.
         current = await subscriptions_version(self.deps)
         if hit is not None and current is not None and hit.version == current:
             return hit.answer
-        flight = f"{key}{_FLIGHT}{current}"
-        return await self.flights.run(flight, lambda: self._made(key, text, invocation, True))
+        return await self.flights.run(
+            f"{key}{_FLIGHT}{current}", lambda: self._made(key, text, invocation, True, current)
+        )
 
 
 def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Cached] | None = None) -> None:
