@@ -26,10 +26,13 @@ def test_answers_are_forgotten_a_day_after_they_were_last_shown(store: Store) ->
     store.keep_answer("old", ANSWER, NOW)
     store.keep_answer("renewed", ANSWER, NOW)
     store.keep_answer("renewed", ANSWER, NOW + KEEP_SHARED - timedelta(minutes=1))
-    store.keep_answer("new", ANSWER, NOW + KEEP_SHARED + timedelta(seconds=1))
+    later = NOW + KEEP_SHARED + timedelta(seconds=1)
+    store.keep_answer("new1", ANSWER, later)  # a token not ending in 0 forgets nothing
+    assert store.shared_answer("old") == ANSWER
+    store.keep_answer("new0", ANSWER, later)  # one in sixteen does
     assert store.shared_answer("old") is None
     assert store.shared_answer("renewed") == ANSWER
-    assert store.shared_answer("new") == ANSWER
+    assert store.shared_answer("new0") == ANSWER == store.shared_answer("new1")
 
 
 def test_every_write_to_the_subscriptions_moves_the_version(store: Store) -> None:
