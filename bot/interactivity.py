@@ -33,6 +33,7 @@ from bot.commands.replies import (
 from bot.commands.slash import answer_off_loop, failure_reply
 from bot.enrichment import attach_one
 from bot.slack import ack_at_once
+from digests.errors import StoreError
 from digests.models import Episode
 from digests.render.blocks import read_button_value
 from digests.render.limits import Message
@@ -80,6 +81,19 @@ def _reply_kwargs(reply: Message) -> dict[str, Any]:
     return {"text": reply["text"], "blocks": reply["blocks"]}
 
 
+def _kept_answer(deps: Deps, token: str) -> Message | None:
+    """The answer another process (or this one, earlier) showed under ``token``."""
+    try:
+        kept = deps.store.shared_answer(token)
+    except StoreError as exc:  # the command runs again, as for an answer forgotten
+        log.warning("could not read a shared answer: %s", exc)
+        return None
+    if kept is None or not isinstance(kept.get("text"), str):
+        return None
+    blocks = kept.get("blocks")
+    return Message(text=kept["text"], blocks=blocks if isinstance(blocks, list) else [])
+
+
 async def _share(body: dict[str, Any], respond: AsyncRespond, deps: Deps) -> None:
     """ "Share in channel": the command run again, posted for everyone, the private reply gone."""
     value = str(_action(body).get("value") or "")
@@ -90,6 +104,8 @@ async def _share(body: dict[str, Any], respond: AsyncRespond, deps: Deps) -> Non
     invocation = invocation_of(body)
     token = read_share_token(value)
     shown = deps.answers.get(token) if token else None
+    if shown is None and token:
+        shown = await asyncio.to_thread(_kept_answer, deps, token)
     if shown is None:
         result = await answer_off_loop(text, deps, invocation, for_share=True)
         if result.share is None:

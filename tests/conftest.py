@@ -83,6 +83,7 @@ _GROUPS: dict[str, str] = {
     # beside them only slows both sides alike (their waits allow for a loaded machine).
     "test_delivery_processes.py": "real-processes",
     "test_processes.py": "real-processes",
+    "test_serve_two_processes.py": "real-processes",
 }
 
 

@@ -15,7 +15,15 @@ from config.settings import Settings
 from digests.models import Episode
 from digests.render import Renderer
 from digests.store import Store
-from tests.fixtures.app import APP_NOW, AppServer, SlackSender, make_settings
+from tests.fixtures.app import (
+    APP_NOW,
+    CHANNEL,
+    TEAM,
+    AppServer,
+    SlackSender,
+    in_process,
+    make_settings,
+)
 from tests.slackfake import SlackFake
 
 HERE = Invocation("T1", "C1", "U1")
@@ -143,3 +151,19 @@ def test_answers_are_reused_within_ttl_and_subscribe_clears_them(
     finally:
         sender.close()
         server.stop()
+
+
+def test_a_subscription_changed_by_another_process_is_seen_at_once(
+    app_settings: Settings, seeded_store: tuple[Store, list[Episode]], slack_fake: SlackFake
+) -> None:
+    # `week` answers as the channel's recap would: with its filter. Issue 31, item 2.
+    store, episodes = seeded_store
+    with in_process(app_settings, store, slack_fake, episodes, reply_cache_ttl=60) as app:
+        before = app.sender.slash("week 2026-W40").json()
+        assert app.sender.slash("week 2026-W40").json() == before
+        # Written as another process writes it: straight to the database, no command here.
+        store.subscribe(TEAM, CHANNEL, "PyTorch", keywords=["watchdog"])
+        after = app.sender.slash("week 2026-W40").json()
+        note = "As this channel's recap: *PyTorch* mentions watchdog."
+        assert note in str(after["blocks"]) and "this channel's recap" not in str(before["blocks"])
+        assert app.sender.slash("week 2026-W40").json() == after

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from bot.commands import control, episodes, explain, follows, model, subscriptions, week
@@ -15,7 +16,10 @@ from bot.commands.replies import (
     share_gone,
     with_share,
 )
+from digests.errors import StoreError
 from digests.render.limits import Message
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Answer", "answer", "run_command"]
 
@@ -118,8 +122,12 @@ def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = F
     share = unparse(command)
     if for_share:
         return Answer(reply, command, share)
-    # Pinned: the button shares this very answer while this process remembers it (the
-    # command runs again only after that, or in another process).
+    # Pinned: the button shares this very answer, clicked on whichever web process (the
+    # command runs again only once the store has forgotten it).
     token = answer_token(reply)
     deps.answers.put(token, reply)
+    try:
+        deps.store.keep_answer(token, dict(reply), deps.now())
+    except StoreError as exc:  # the answer still counts; a share would run the command again
+        log.warning("could not keep a shared answer: %s", exc)
     return Answer(with_share(reply, share, token), command, share)

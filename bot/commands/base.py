@@ -57,7 +57,8 @@ class Deps:
     renderer: Renderer
     now: Callable[[], datetime]
     # The answers people were shown, by the token their "Share in channel" button carries:
-    # a share posts what the person saw, not the command run again later.
+    # a share posts what the person saw, not the command run again later. This process's
+    # recent ones; the store keeps them for every process (``Store.keep_answer``).
     answers: TtlCache[Message] = field(
         default_factory=lambda: TtlCache(ttl=SHARED_TTL, size=SHARED_SIZE), compare=False
     )

@@ -5,7 +5,10 @@ process answers per second; a hit costs a dict lookup (docs/benchmarks.md). Epis
 change at most once per poll (minutes), so a few seconds of staleness is invisible. Answers
 about this channel's own state (list, status) and changes (subscribe) are never cached,
 and a change in this process clears everything. With several shows, a query that names
-no show answers for the channel's shows, so its key names the channel.
+no show answers for the channel's shows, so its key names the channel (``channel_scoped``):
+such an answer is good only while the store's subscriptions version
+(``Store.answers_version``) is the one it was made under, so a subscribe on another web
+process is seen by the next command here.
 """
 
 from __future__ import annotations
@@ -18,7 +21,16 @@ from bot.commands.model import EPISODE_QUERIES, CommandError, Week
 from bot.commands.parse import parse_command, unparse
 from bot.commands.ttl import DEFAULT_SIZE, DEFAULT_TTL, SingleFlight, TtlCache
 
-__all__ = ["DEFAULT_SIZE", "DEFAULT_TTL", "SingleFlight", "TtlCache", "cache_key"]
+__all__ = [
+    "DEFAULT_SIZE",
+    "DEFAULT_TTL",
+    "SingleFlight",
+    "TtlCache",
+    "cache_key",
+    "channel_scoped",
+]
+
+_CHANNEL = "\x1f"  # separates a key's command from the channel it depends on
 
 
 def cache_key(text: str, deps: Deps, invocation: Invocation) -> str | None:
@@ -26,7 +38,12 @@ def cache_key(text: str, deps: Deps, invocation: Invocation) -> str | None:
     base, per_channel = _command_key(text, tuple(deps.shows), deps.today())
     if base is None or not per_channel:
         return base
-    return f"{base}\x1f{invocation.team_id}\x1f{invocation.channel_id}"
+    return f"{base}{_CHANNEL}{invocation.team_id}{_CHANNEL}{invocation.channel_id}"
+
+
+def channel_scoped(key: str) -> bool:
+    """Whether the answer under ``key`` depends on what the channel follows."""
+    return _CHANNEL in key
 
 
 @lru_cache(maxsize=1024)

@@ -24,6 +24,7 @@ from bot.commands.model import (
     Search,
 )
 from bot.commands.replies import context, divider, message, nothing, section
+from bot.commands.subscriptions import when
 from bot.enrichment import attach_details, pr_details_line
 from digests.models import Episode
 from digests.render import escape
@@ -81,19 +82,43 @@ def _listed(
     return message(reply["text"], [*reply["blocks"][:1], note, *reply["blocks"][1:]])
 
 
+def _feed_news(show: str, deps: Deps) -> str:
+    """What the polls found of a show with no episodes: none at its last poll (when), no
+    poll yet, or a feed that could not be read yet. mrkdwn."""
+    state = deps.store.fetch_state(show)
+    name = escape.mrkdwn(show)
+    if state.last_success_at is not None:
+        return msg.FEED_HAD_NONE.format(show=name, when=when(state.last_success_at, deps))
+    if state.last_polled_at is not None:
+        return msg.FEED_NOT_READ.format(show=name, when=when(state.last_polled_at, deps))
+    return msg.FEED_NOT_POLLED.format(show=name)
+
+
+def no_episodes(shows: list[str] | None, deps: Deps) -> Message:
+    """The answer when the shows asked about have no episodes: why, show by show."""
+    names = shows if shows is not None else deps.shows
+    if not names:
+        return nothing(msg.NO_EPISODES)
+    if len(names) == 1:
+        return nothing(msg.NO_EPISODES_OF.format(news=_feed_news(names[0], deps)))
+    lines = "\n".join(f"• {_feed_news(show, deps)}" for show in names[:20])
+    return nothing(msg.NO_EPISODES_MANY, section(lines))
+
+
 def recent(command: Recent, deps: Deps, invocation: Invocation | None = None) -> Message:
     shows = scope(command.show, deps, invocation)
     episodes = deps.store.recent(command.n, shows=shows)
     if not episodes:
-        return nothing(msg.NO_EPISODES)
+        return no_episodes(shows, deps)
     title = msg.RECENT_TITLE_ONE if len(episodes) == 1 else msg.RECENT_TITLE.format(n=len(episodes))
     return _listed(deps, episodes, title, shows)
 
 
 def latest(command: Latest, deps: Deps, invocation: Invocation | None = None) -> Message:
-    episodes = deps.store.recent(1, shows=scope(command.show, deps, invocation))
+    shows = scope(command.show, deps, invocation)
+    episodes = deps.store.recent(1, shows=shows)
     if not episodes:
-        return nothing(msg.NO_EPISODES)
+        return no_episodes(shows, deps)
     latest_one = attach_details(deps.settings, deps.store, episodes[:1])[0]
     return deps.renderer.digest(latest_one, buttons=True)
 

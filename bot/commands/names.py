@@ -7,6 +7,7 @@ of spaces; a near miss (difflib, ``TYPO_CUTOFF``) is a typo to point out, never 
 from __future__ import annotations
 
 import difflib
+import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,22 +34,48 @@ def match_show(word: str, shows: Sequence[str]) -> str | None:
 class Arg:
     text: str
     quoted: bool  # a quoted run of words: one argument, never part of a longer name
+    listed: bool = False  # a comma before it: the next item of a list (``"A", "B"``)
+
+
+# A comma next to a quote separates (``"Empty Show", "Kernel Notes"``, ``"A","B"``): it is
+# never part of a name, and left on the word it would hide the quote that closes a run.
+_QUOTE_COMMA_RE = re.compile(f"((?<=[{QUOTES}]),+|,+(?=[{QUOTES}]))")
+COMMA = ","
+
+
+def split_quote_commas(words: Sequence[str]) -> list[str]:
+    """The words, split at the commas that touch a quote; each such run of commas is a
+    word of its own, ``COMMA``."""
+    out: list[str] = []
+    for word in words:
+        for i, part in enumerate(_QUOTE_COMMA_RE.split(word)):
+            if part:
+                out.append(COMMA if i % 2 else part)
+    return out
 
 
 def unquote_words(words: Sequence[str]) -> list[Arg]:
     """Words with quoted runs joined: ``"Deep Learning Daily" compiler`` → ``Deep Learning
     Daily``, ``compiler``. Quotes around a word are dropped (a quote left open only from the
-    word it is on), and so are words that were nothing but quotes."""
+    word it is on), and so are words that were nothing but quotes. In a comma list of
+    quoted names (``"Empty Show", "Kernel Notes"``) the commas go, and each name after one
+    is ``listed``."""
+    words = split_quote_commas(words)
     out: list[Arg] = []
+    listed = False
     i = 0
     while i < len(words):
         word = words[i]
+        if word == COMMA:
+            listed, i = True, i + 1
+            continue
         end = i
         if word[0] in QUOTES and not (len(word) > 1 and word[-1] in QUOTES):
             end = next((j for j in range(i + 1, len(words)) if words[j][-1] in QUOTES), i)
         joined = " ".join(words[i : end + 1]).strip(QUOTES).strip()
         if joined:
-            out.append(Arg(joined, end > i or word[0] in QUOTES))
+            out.append(Arg(joined, end > i or word[0] in QUOTES, listed))
+        listed = words[end].endswith(COMMA)
         i = end + 1
     return out
 

@@ -61,20 +61,31 @@ _URL_RE = re.compile(r"^https?://\S+$", re.IGNORECASE)
 _PR_LINK_RE = re.compile(
     r"^https?://(?:www\.)?github\.com/([\w.-]+/[\w.-]+)/pull/(\d+)(?:[/?#]\S*)?$", re.IGNORECASE
 )
+# The label the bot prints for a PR of another repository (``digests.render.prs``).
+_PR_LABEL_RE = re.compile(r"^([\w.-]+/[\w.-]+)#(\d+)$")
+
+
+def _pr_reference(value: str) -> tuple[str | None, str]:
+    """(``owner/repo`` or None, the number part) of a PR as typed: a pasted link, the
+    ``owner/repo#n`` label, or a bare number (``199720``, ``#199720``)."""
+    link = episode_link(value)
+    if link is not None and (found := _PR_LINK_RE.match(link)):
+        return found.group(1), found.group(2)
+    if found := _PR_LABEL_RE.match(value):
+        return found.group(1), found.group(2)
+    return None, value
 
 
 def pr_link_repo(value: str) -> str | None:
-    """``owner/repo`` of a pasted GitHub pull-request link, None for anything else."""
-    link = episode_link(value)
-    found = _PR_LINK_RE.match(link) if link is not None else None
-    return found.group(1) if found else None
+    """``owner/repo`` of a pasted GitHub pull-request link or an ``owner/repo#n`` label,
+    None for anything else."""
+    return _pr_reference(value)[0]
 
 
 def parse_pr(value: str, subcommand: str) -> int:
-    """A PR number: ``199720``, ``#199720`` or a pasted GitHub pull-request link."""
-    link = episode_link(value)
-    if link is not None and (found := _PR_LINK_RE.match(link)):
-        value = found.group(2)
+    """A PR number in any form the bot prints one: ``199720``, ``#199720``,
+    ``owner/repo#199720`` or a pasted GitHub pull-request link."""
+    value = _pr_reference(value)[1]
     if _NEGATIVE_PR_RE.match(value):
         raise CommandError(msg.PR_START.format(value=_quote(value)), subcommand)
     match = _PR_RE.match(value)
@@ -149,7 +160,7 @@ def _parse_nearby(
     url = episode_link(words)
     if url is not None:
         return NearbyUrl(url)
-    if len(args) == 1 and first.startswith("#"):
+    if len(args) == 1 and (first.startswith("#") or _PR_LABEL_RE.match(first)):
         return NearbyPr(parse_pr(first, "nearby"))
     if len(args) == 2 and first.casefold() == "pr":
         return NearbyPr(parse_pr(args[1], "nearby"))
@@ -292,8 +303,8 @@ def parse_command(
     if words[0].isdigit() and not args:
         # `/episodes 10` reads naturally as "the last 10".
         return _parse_recent([words[0]])
-    if words[0].startswith("#") and not args:
-        return Pr(parse_pr(words[0], "pr"))
+    if (words[0].startswith("#") or _PR_LABEL_RE.match(words[0])) and not args:
+        return _parse_pr(words)  # `/episodes #199720`, `/episodes llvm/llvm-project#5`
     if head == "subscribe":
         return parse_subscribe(args, shows, daily_at)
     if head == "unsubscribe":

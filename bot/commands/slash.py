@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
@@ -14,7 +15,7 @@ from bot import messages as msg
 from bot.commands import Answer, answer
 from bot.commands.add_show import run_show_command
 from bot.commands.base import Deps, Invocation
-from bot.commands.cache import SingleFlight, TtlCache, cache_key
+from bot.commands.cache import SingleFlight, TtlCache, cache_key, channel_scoped
 from bot.commands.model import CommandError, Subscribe, Unsubscribe
 from bot.commands.replies import error_reply, message, section
 from bot.commands.shows_parse import AddShow, ShowCommand, head_word, parse_show_command
@@ -52,6 +53,7 @@ async def answer_off_loop(
 
 
 _CHANNEL_RE = re.compile(CHANNEL_ID_PATTERN)
+_FLIGHT = "\x1e"  # a flight's key: the cache key and the version it is made under
 
 
 def refused(invocation: Invocation) -> Message | None:
@@ -98,16 +100,67 @@ async def show_command_later(
     await respond(response_type="ephemeral", replace_original=False, text=text, blocks=blocks)
 
 
-def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Answer] | None = None) -> None:
-    replies: TtlCache[Answer] = cache if cache is not None else TtlCache()
-    notices: set[asyncio.Task[None]] = set()  # held until done: the loop keeps weak refs
-    flights: SingleFlight[Answer] = SingleFlight()
+@dataclass(frozen=True)
+class Cached:
+    """A cached answer, and the subscriptions version it was made under (None: an answer
+    that does not depend on them)."""
 
-    async def cached(key: str, text: str, invocation: Invocation) -> Answer:
-        result = await answer_off_loop(text, deps, invocation)
-        if result.command is not None:  # failures are not remembered
-            replies.put(key, result)
+    answer: Answer
+    version: int | None = None
+
+
+async def subscriptions_version(deps: Deps) -> int | None:
+    """The store's subscriptions version (``Store.answers_version``); None when it cannot
+    be read (the answer is then made afresh and not cached)."""
+    try:
+        return await asyncio.to_thread(deps.store.answers_version)
+    except StoreError as exc:
+        log.warning("could not read the answers' version: %s", exc)
+        return None
+
+
+class Replies:
+    """The answers cached by this process (see ``bot.commands.cache``). Used from the event
+    loop only: no lock needed."""
+
+    def __init__(self, deps: Deps, cache: TtlCache[Cached]) -> None:
+        self.deps = deps
+        self.cache = cache
+        self.flights: SingleFlight[Answer] = SingleFlight()
+
+    async def _made(
+        self, key: str, text: str, invocation: Invocation, scoped: bool, version: int | None
+    ) -> Answer:
+        """A new answer, cached. ``version``: the subscriptions version read before it (a
+        subscribe committed meanwhile leaves the entry older than the version, and the next
+        command makes it again); None for a scoped answer: not cached."""
+        result = await answer_off_loop(text, self.deps, invocation)
+        if result.command is not None and (version is not None or not scoped):
+            self.cache.put(key, Cached(result, version))  # failures are not remembered
         return result
+
+    async def get(self, key: str, text: str, invocation: Invocation) -> Answer:
+        """The cached answer under ``key`` while it holds, else a new one (shared by the
+        requests that ask at once)."""
+        hit = self.cache.get(key)
+        if not channel_scoped(key):
+            if hit is not None:
+                return hit.answer
+            return await self.flights.run(
+                key, lambda: self._made(key, text, invocation, False, None)
+            )
+        # About the channel's shows: good while no process has changed a subscription.
+        current = await subscriptions_version(self.deps)
+        if hit is not None and current is not None and hit.version == current:
+            return hit.answer
+        return await self.flights.run(
+            f"{key}{_FLIGHT}{current}", lambda: self._made(key, text, invocation, True, current)
+        )
+
+
+def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Cached] | None = None) -> None:
+    replies = Replies(deps, cache if cache is not None else TtlCache())
+    notices: set[asyncio.Task[None]] = set()  # held until done: the loop keeps weak refs
 
     async def on_show_command(
         ack: AsyncAck, respond: AsyncRespond, client: AsyncWebClient, text: str, inv: Invocation
@@ -148,10 +201,9 @@ def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Answer] | None = N
         if key is None:
             result = await answer_off_loop(text, deps, invocation)
             if isinstance(result.command, Subscribe | Unsubscribe):
-                replies.clear()  # `week` answers depend on what the channel follows
+                replies.cache.clear()  # `week` answers depend on what the channel follows
         else:
-            hit = replies.get(key)
-            result = hit or await flights.run(key, lambda: cached(key, text, invocation))
+            result = await replies.get(key, text, invocation)
         reply = result.message
         await ack(response_type="ephemeral", text=reply["text"], blocks=reply["blocks"])
         if result.announce is not None:

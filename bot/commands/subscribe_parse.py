@@ -21,7 +21,15 @@ from bot.commands.model import (
     Unsubscribe,
 )
 from bot.commands.model import quote_value as _quote
-from bot.commands.names import Arg, close_show, fold, match_show, show_list, unquote_words
+from bot.commands.names import (
+    Arg,
+    close_show,
+    fold,
+    match_show,
+    show_list,
+    split_quote_commas,
+    unquote_words,
+)
 from digests.daily import DEFAULT_TIME, BadTime, parse_time_of_day
 from digests.filters import Filter, FilterSyntaxError
 
@@ -131,6 +139,7 @@ def _split_subscribe(words: list[str], shows: Sequence[str], daily_at: str) -> _
     args, recap, daily = _read_options(_split_commas(unquote_words(words)), shows, daily_at)
     found: list[str] = []
     rest: list[Arg] = []
+    after_show = False
     i = 0
     while i < len(args):
         arg = args[i]
@@ -139,7 +148,11 @@ def _split_subscribe(words: list[str], shows: Sequence[str], daily_at: str) -> _
             rest += [Arg(tail, True)] if tail else []
             rest += [Arg(a.text, True) for a in args[i + 1 :]]
             break
-        hit = None if arg.quoted and found else _show_at(args, i, shows)
+        # A quoted show name after a show is a keyword (`PyTorch "jax"`), unless it is the
+        # next item of a list of shows (`"Empty Show", "Kernel Notes"`).
+        keyword = arg.quoted and found and not (arg.listed and after_show)
+        hit = None if keyword else _show_at(args, i, shows)
+        after_show = hit is not None
         if hit is None:
             rest.append(arg)
             i += 1
@@ -154,7 +167,7 @@ def _filter_words(words: list[str]) -> list[str]:
     """The words with a signed phrase's sign inside its quotes (``+"flex attention"`` →
     ``"+flex attention"``, one quoted argument), Slack's curly double quotes straight; an
     opening quote never closed is refused (``"flex attention`` is not two words)."""
-    out = [w.translate(_DOUBLE_QUOTES) for w in words]
+    out = [w.translate(_DOUBLE_QUOTES) for w in split_quote_commas(words)]
     out = [f'"{w[0]}{w[2:]}' if w[:2] in ('+"', '-"') else w for w in out]
     i = 0
     while i < len(out):  # quoted runs paired as ``unquote_words`` pairs them

@@ -350,12 +350,17 @@ def status_line(show: str, state: FetchState, deps: Deps) -> str:
 
 
 def status(command: Status, deps: Deps, invocation: Invocation) -> Message:
-    blocks: list[Block] = [section(f"*{msg.STATUS_TITLE}*")]
-    for show in deps.shows[:40]:
-        blocks.append(section(status_line(show, deps.store.fetch_state(show), deps)))
-    if not deps.shows:
-        blocks.append(section(msg.NO_SHOWS))
+    """The feeds of the shows this channel follows (every show's where it follows none),
+    then its paused subscriptions and daily digests."""
     subs = deps.store.subscriptions(team_id=invocation.team_id, channel_id=invocation.channel_id)
+    followed = sorted({s.show for s in subs})
+    blocks: list[Block] = [section(f"*{msg.STATUS_TITLE}*")]
+    if followed:
+        blocks.append(context(msg.STATUS_SCOPE))
+    for show in (followed or deps.shows)[:40]:
+        blocks.append(section(status_line(show, deps.store.fetch_state(show), deps)))
+    if not followed and not deps.shows:
+        blocks.append(section(msg.NO_SHOWS))
     paused = [s for s in subs if s.paused or s.held(deps.now())]
     if paused:
         lines = "\n".join(f"• {subscription_line(s, deps)}" for s in paused[:20])

@@ -7,6 +7,14 @@ from bot.messages.basics import COMMAND
 RECENT_TITLE = "Latest {n} episodes"
 RECENT_TITLE_ONE = "Latest episode"
 NO_EPISODES = "No episodes yet: the first poll may not have run. Try again in a few minutes."
+# No episodes from the shows asked about: what the polls found, one show, or one line each.
+NO_EPISODES_OF = "No episodes yet: {news}"
+NO_EPISODES_MANY = "No episodes yet:"
+FEED_HAD_NONE = "*{show}*'s feed had no episodes at its last poll, {when}."
+FEED_NOT_READ = (
+    f"*{{show}}*'s feed could not be read at its last poll, {{when}} (`{COMMAND} status` says why)."
+)
+FEED_NOT_POLLED = "*{show}* has not been polled yet. Try again in a few minutes."
 NOTHING_NEAR = "No episode near {what}."
 NOTHING_WITHIN = "No episode within 2 weeks of {day}; the nearest is:"
 NEAREST_TO = "No episode on {day}; this is the nearest one."

@@ -14,8 +14,8 @@ DATE_RANGE = "{value} is out of range; pick a year between 2000 and 2100."
 NOT_A_WEEK = "`{value}` is not a week; write it like 2026-W41, w41, last or 2026-10-05."
 NO_SUCH_WEEK = "{value} is not a week of the calendar (years have 52 or 53 ISO weeks)."
 NOT_A_PR = (
-    "`{value}` is not a pull-request number; write it like 199720, #199720 or paste its "
-    "GitHub link."
+    "`{value}` is not a pull-request number; write it like 199720, #199720, "
+    "pytorch/pytorch#199720 or paste its GitHub link."
 )
 PR_RANGE = "{value} is too large to be a pull-request number."
 PR_START = "PR numbers start at 1, so `{value}` is not one."

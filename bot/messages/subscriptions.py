@@ -88,6 +88,10 @@ STATUS_DAILY_TITLE = "Daily digest here"
 STATUS_DAILY_LINE = "• *{show}* at {at} ({timezone}) · next {next}"
 LIST_PAUSED = " — :pause_button: paused since {when}: {reason}"
 STATUS_TITLE = "Feed status"
+STATUS_SCOPE = (
+    f"The shows this channel follows (`{COMMAND} status` in a channel that follows none "
+    "lists every show)."
+)
 STATUS_LINE = (
     "*{show}*\nLast poll: {polled} · last success: {success}\n"
     "Last error: {error} · failures in a row: {failures}\nNext poll: {next}"

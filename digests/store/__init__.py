@@ -4,8 +4,9 @@
 :class:`~digests.store.database.Database` (engine, transactions, migrations, the error
 translator): ``shows.py``, ``episodes.py`` (upsert state and intents), ``queries.py``,
 ``search.py``, ``subscriptions.py``, ``requests.py`` (replays), ``teams.py`` (a workspace
-that leaves). Beside the facade, on the same database: the delivery ledger (``ledger.py``,
-``locks.py``, ``ledger_writer.py``), ``pr_details.py`` and ``transcripts.py``. Tables are in
+that leaves), ``answers.py`` (shared answers, the subscriptions' version). Beside the
+facade, on the same database: the delivery ledger (``ledger.py``, ``locks.py``,
+``ledger_writer.py``), ``pr_details.py`` and ``transcripts.py``. Tables are in
 ``schema.py``, migrations in ``migrations/``. Test fixtures: ``tests/fixtures/store.py``.
 """
 
@@ -15,6 +16,7 @@ from contextlib import AbstractContextManager
 
 import sqlalchemy as sa
 
+from digests.store.answers import AnswersMixin
 from digests.store.database import Database
 from digests.store.episodes import EpisodesMixin
 from digests.store.holds import HoldsMixin
@@ -37,6 +39,7 @@ class Store(
     RequestsMixin,
     HoldsMixin,
     TeamsMixin,
+    AnswersMixin,
 ):
     """Shows, episodes, search and subscriptions over one database (see the mixins).
 

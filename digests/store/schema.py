@@ -332,5 +332,24 @@ seen_requests = sa.Table(
     sa.Column("seen_at", UTCDateTime, nullable=False, index=True),
 )
 
+# `/episodes` answers shown with a "Share in channel" button, by the token the button carries
+# (JSON of the message): a click on any web process shares what the person saw.
+shared_answers = sa.Table(
+    "shared_answers",
+    metadata,
+    sa.Column("token", sa.String(64), primary_key=True),
+    sa.Column("message", sa.Text, nullable=False),
+    sa.Column("shown_at", UTCDateTime, nullable=False, index=True),
+)
+
+# One row (id 1): ``version`` grows with every write to ``subscriptions`` (triggers, migration
+# 0026); cached answers about a channel's shows are good while it stays the same.
+answers_version = sa.Table(
+    "answers_version",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("version", sa.Integer, nullable=False, server_default="0"),
+)
+
 # slack_sdk's OAuth tables (migration 0010), read and written only by its async stores.
 slack_installations, slack_bots, slack_oauth_states = oauth_tables(metadata)
