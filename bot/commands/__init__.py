@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from bot.commands import control, episodes, explain, follows, model, subscriptions, week
 from bot.commands.base import Deps, Invocation
@@ -35,46 +37,38 @@ class Answer:
     announce: Message | None = None
 
 
+# Each command's handler: (command, deps, invocation) → the reply.
+_HANDLERS: dict[type, Callable[[Any, Deps, Invocation], Message]] = {
+    model.Recent: episodes.recent,
+    model.Latest: episodes.latest,
+    model.NearbyDate: episodes.nearby,
+    model.NearbyTitle: episodes.nearby,
+    model.NearbyPr: episodes.nearby,
+    model.NearbyUrl: episodes.nearby,
+    model.Pr: episodes.pr,
+    model.Search: episodes.search,
+    model.Week: week.week,
+    model.Subscribe: subscriptions.subscribe,
+    model.Unsubscribe: subscriptions.unsubscribe,
+    model.ListSubscriptions: subscriptions.list_subscriptions,
+    model.Status: subscriptions.status,
+    model.Help: lambda command, deps, invocation: help_reply(command.unknown),
+    model.Preview: control.preview,
+    model.Pause: control.pause,
+    model.Explain: explain.why,
+    model.Resume: control.resume,
+    model.StartFollow: follows.follow,
+    model.StopFollow: follows.unfollow,
+    model.ListFollows: follows.following,
+}
+
+
 def run_command(command: model.Command, deps: Deps, invocation: Invocation) -> Message:
     """Dispatch one parsed command to its handler."""
-    match command:
-        case model.Recent():
-            return episodes.recent(command, deps, invocation)
-        case model.Latest():
-            return episodes.latest(command, deps, invocation)
-        case model.NearbyDate() | model.NearbyTitle() | model.NearbyPr() | model.NearbyUrl():
-            return episodes.nearby(command, deps, invocation)
-        case model.Pr():
-            return episodes.pr(command, deps, invocation)
-        case model.Search():
-            return episodes.search(command, deps, invocation)
-        case model.Week():
-            return week.week(command, deps, invocation)
-        case model.Subscribe():
-            return subscriptions.subscribe(command, deps, invocation)
-        case model.Unsubscribe():
-            return subscriptions.unsubscribe(command, deps, invocation)
-        case model.ListSubscriptions():
-            return subscriptions.list_subscriptions(command, deps, invocation)
-        case model.Status():
-            return subscriptions.status(command, deps, invocation)
-        case model.Help():
-            return help_reply(command.unknown)
-        case model.Preview():
-            return control.preview(command, deps, invocation)
-        case model.Pause():
-            return control.pause(command, deps, invocation)
-        case model.Explain():
-            return explain.why(command, deps, invocation)
-        case model.Resume():
-            return control.resume(command, deps, invocation)
-        case model.StartFollow():
-            return follows.follow(command, deps, invocation)
-        case model.StopFollow():
-            return follows.unfollow(command, deps, invocation)
-        case model.ListFollows():
-            return follows.following(command, deps, invocation)
-    raise AssertionError(f"unhandled command {command!r}")
+    handler = _HANDLERS.get(type(command))
+    if handler is None:
+        raise AssertionError(f"unhandled command {command!r}")
+    return handler(command, deps, invocation)
 
 
 def _change(

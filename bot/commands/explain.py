@@ -179,18 +179,35 @@ def _filtered(answer: Why, sub: Subscription | None) -> str:
     return msg.WHY_NO_TERM.format(terms=", ".join(f"“{escape.mrkdwn(w)}”" for w in words))
 
 
+def _posted(answer: Why, deps: Deps, channel: str) -> str:
+    link = deps.permalink(channel, answer.ts) if deps.permalink and answer.ts else None
+    text = msg.WHY_POSTED
+    if answer.reason is Reason.UPDATED:
+        text = msg.WHY_UPDATED.format(when=_when(answer.when, deps))
+    if answer.reason is Reason.CAUGHT_UP:
+        text = msg.WHY_CAUGHT_UP
+    return text + (" " + msg.WHY_POSTED_LINK.format(link=link) if link else "")
+
+
+def _daily(answer: Why, name: str, sub: Subscription | None, deps: Deps) -> str:
+    assert answer.when is not None and sub is not None
+    when = until_text(answer.when, deps)
+    if answer.reason is Reason.DAILY_ARCHIVE:
+        return msg.WHY_DAILY_ARCHIVE.format(
+            show=name, at=sub.daily_at, timezone=deps.settings.timezone, start=when
+        )
+    future = answer.when > deps.now()
+    return (msg.WHY_DAILY_DUE if future else msg.WHY_DAILY).format(
+        show=name, at=sub.daily_at, timezone=deps.settings.timezone, when=when
+    )
+
+
 def _sentence(answer: Why, show: str, sub: Subscription | None, deps: Deps, channel: str) -> str:
     name = escape.mrkdwn(show)
     error = escape.mrkdwn(escape.truncate(answer.error or "", 200))
     match answer.reason:
         case Reason.POSTED | Reason.UPDATED | Reason.CAUGHT_UP:
-            link = deps.permalink(channel, answer.ts) if deps.permalink and answer.ts else None
-            text = msg.WHY_POSTED
-            if answer.reason is Reason.UPDATED:
-                text = msg.WHY_UPDATED.format(when=_when(answer.when, deps))
-            if answer.reason is Reason.CAUGHT_UP:
-                text = msg.WHY_CAUGHT_UP
-            return text + (" " + msg.WHY_POSTED_LINK.format(link=link) if link else "")
+            return _posted(answer, deps, channel)
         case Reason.ON_ITS_WAY:
             return msg.WHY_ON_ITS_WAY
         case Reason.FAILED:
@@ -204,23 +221,8 @@ def _sentence(answer: Why, show: str, sub: Subscription | None, deps: Deps, chan
         case Reason.HELD:
             until = until_text(answer.when, deps) if answer.when else msg.WHY_HELD_OPEN
             return msg.WHY_HELD.format(show=name, until=until)
-        case Reason.DAILY:
-            assert answer.when is not None and sub is not None
-            future = answer.when > deps.now()
-            return (msg.WHY_DAILY_DUE if future else msg.WHY_DAILY).format(
-                show=name,
-                at=sub.daily_at,
-                timezone=deps.settings.timezone,
-                when=until_text(answer.when, deps),
-            )
-        case Reason.DAILY_ARCHIVE:
-            assert answer.when is not None and sub is not None
-            return msg.WHY_DAILY_ARCHIVE.format(
-                show=name,
-                at=sub.daily_at,
-                timezone=deps.settings.timezone,
-                start=until_text(answer.when, deps),
-            )
+        case Reason.DAILY | Reason.DAILY_ARCHIVE:
+            return _daily(answer, name, sub, deps)
         case Reason.BEFORE_SUBSCRIPTION:
             return msg.WHY_BEFORE.format(when=_when(answer.when, deps))
         case Reason.FILTERED:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from typing import TypeVar
 
@@ -305,6 +305,11 @@ def parse_command(
         return _parse_recent([words[0]])
     if (words[0].startswith("#") or _PR_LABEL_RE.match(words[0])) and not args:
         return _parse_pr(words)  # `/episodes #199720`, `/episodes llvm/llvm-project#5`
+    if head in ("help", "usage", "?"):
+        return Help()
+    if head in _NO_ARGS:
+        name, made = _NO_ARGS[head]
+        return _no_args(name, args, made())
     if head == "subscribe":
         return parse_subscribe(args, shows, daily_at)
     if head == "unsubscribe":
@@ -312,25 +317,30 @@ def parse_command(
     if head in ("follow", "unfollow"):
         target = parse_follow_target(head, args, shows)
         return StartFollow(target) if head == "follow" else StopFollow(target)
-    if head == "following":
-        return _no_args("following", args, ListFollows())
-    if head in ("list", "subscriptions"):
-        return _no_args("list", args, ListSubscriptions())
-    if head == "status":
-        return _no_args("status", args, Status())
-    if head in ("help", "usage", "?"):
-        return Help()
     if head in CONTROL_WORDS:
         return parse_control(head, args, shows, today)
     if head == "why":
-        if not args:
-            raise CommandError(msg.NEED_WHY, "why")
-        # The episode as `nearby` reads it, a show name first included (`why JAX Oct 1`).
-        show, rest = _take_show(args, shows, "why", free_text=True)
-        return Explain(_with_show(_parse_nearby(rest, today), show))
+        return _parse_why(args, shows, today)
     if (show := _show_words(words, shows)) is not None:
         return Recent(show=show)  # a bare show name: its recent episodes, as `recent JAX`
     return Help(unknown=_quote(words[0], 30))
+
+
+# Subcommands that take no arguments: the word → (its usage's name, the command).
+_NO_ARGS: dict[str, tuple[str, Callable[[], Command]]] = {
+    "following": ("following", ListFollows),
+    "list": ("list", ListSubscriptions),
+    "subscriptions": ("list", ListSubscriptions),
+    "status": ("status", Status),
+}
+
+
+def _parse_why(args: list[str], shows: Sequence[str], today: date | None) -> Explain:
+    if not args:
+        raise CommandError(msg.NEED_WHY, "why")
+    # The episode as `nearby` reads it, a show name first included (`why JAX Oct 1`).
+    show, rest = _take_show(args, shows, "why", free_text=True)
+    return Explain(_with_show(_parse_nearby(rest, today), show))
 
 
 def unparse(command: Command) -> str:
@@ -370,6 +380,12 @@ def _canonical(command: Command) -> str:
         case Week(year, number, _, show):
             week = f" {year}-W{number:02d}" if year and number else ""
             return f"week {_on(show)}".rstrip() + week
+    return _canonical_other(command)
+
+
+def _canonical_other(command: Command) -> str:
+    """``_canonical`` of what is not a question about episodes."""
+    match command:
         case Subscribe(show, keywords, also, recap, daily):
             recap_text = "" if recap is None else f" recap {'on' if recap else 'off'}"
             daily_text = "" if daily is None else f" daily {daily}"
