@@ -638,8 +638,11 @@ def _rss_item(
         elif guid_el is not None:
             raw_link, link = guid, _href(guid, guid_el, base)
     published = squash(f.get("published") or f.get("dc_date") or "")[:200] or None
-    description = to_text(f.get("description") or f.get("summary"))
-    transcript = to_text(f.get("content") or f.get("podcast_transcript"))
+    raw_description = f.get("description") or f.get("summary")
+    description = to_text(raw_description)
+    raw_transcript = f.get("content") or f.get("podcast_transcript")
+    # Many hosts write the same show notes in both: converted once.
+    transcript = description if raw_transcript == raw_description else to_text(raw_transcript)
     if guid is None:
         # From the link as the feed wrote it: resolving it must not renumber the episode.
         guid = _untitled_guid(title, audio, raw_link) or stable_guid(raw_link, title, published)
