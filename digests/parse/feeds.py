@@ -14,7 +14,6 @@ from lxml import etree
 
 from digests.errors import FeedParseError
 from digests.models import ParsedSource, RawEntry, TranscriptLink
-from digests.parse.cdata import cdata_as_text
 from digests.parse.item_hashes import ItemHasher, ItemHashes
 from digests.parse.lenient import TooBroken, repair, truncated
 from digests.parse.links import feed_base, resolve
@@ -319,12 +318,6 @@ def read_repaired(
 def _read_feed(
     data: bytes, source: str, options: dict[str, bool], items: ItemHashes | None = None
 ) -> ParsedSource | None:
-    text = cdata_as_text(data)
-    if text is not None:
-        try:
-            return _stream_feed(text, data, source, options, items)
-        except (etree.XMLSyntaxError, FeedParseError):
-            pass  # read as written, so what is refused and why stays the original's
     return _stream_feed(data, data, source, options, items)
 
 
@@ -337,10 +330,9 @@ def _stream_feed(
     *,
     cut_ok: bool = False,
 ) -> ParsedSource | None:
-    """The feed ``parsed`` holds: ``data`` itself, or ``data`` with its CDATA sections
-    written as text (``cdata_as_text``: the same tree, cheaper to tokenise). Items are
-    hashed from ``data``, as written. With ``cut_ok`` (the document is cut off), an error
-    ends the feed after the entries read before it, when there are any."""
+    """The feed ``parsed`` holds (``data`` itself, or a repair of it). Items are hashed
+    from ``data``, as written. With ``cut_ok`` (the document is cut off), an error ends
+    the feed after the entries read before it, when there are any."""
     events = etree.iterparse(io.BytesIO(parsed), events=("end",), tag=_ENTRY_TAGS, **options)
     stream: _Stream | None = None
     try:
