@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from lxml import etree
 
 from digests.parse import text as t
 
@@ -147,3 +148,38 @@ def test_fast_path_keeps_the_same_text_on_tag_soup() -> None:
         fast = t._simple_html_to_text(markup)
         assert fast is not None
         assert squeeze(fast) == squeeze(t._lxml_html_to_text(markup)), markup
+
+
+# Pieces for the lxml path: every element kind element_text treats apart (blocks, <li>,
+# <br>, skipped subtrees, <a> naming a PR or not, nested), names it reads differently
+# from lxml's ("x}p", the Kelvin sign), tag soup, entities and whitespace.
+_TREE_PIECES = [
+    "<p>", "</p>", "<div>", "</div>", "<li>", "</li>", "<ul>", "</ul>", "<br>", "<br/>",
+    "</br>", "<h2>", "</h2>", "<table><tr><td>", "</td></tr></table>", "<script>", "</script>",
+    "<style>", "</style>", "<svg>", "</svg>", "<title>", "</title>", "<head>", "</head>",
+    "<body>", '<a href="https://github.com/o/r/pull/7">', "<a href=' https://GitHub.com/o/r/pull/8'>",
+    '<a href="github.com/o/r/pull/9">', '<a href="https://gıthub.com/o/r/pull/10">',
+    '<a href="https://x.test/a">', "<a>", "</a>", "#7", "https://github.com/o/r/pull/7",
+    "<x}p>", "</x}p>", "<bloc\u212aquote>", "</bloc\u212aquote>", "<SPAN>", "</SPAN>", "<!-- c -->",
+    "<?pi x?>", "&nbsp;", "&amp;", "&#8230;", "word", "Tom", " ", "\n", "\n\n", "\t", "\xa0", "é",
+]  # fmt: skip
+
+
+def test_document_text_equals_the_element_walk_on_generated_markup() -> None:
+    # The lxml path serialises a changed tree instead of walking it (html_document_text):
+    # the text must be element_text's, on every tree the HTML parser makes.
+    rng = random.Random(20261206)
+    checked = 0
+    for _ in range(4000):
+        markup = "".join(rng.choice(_TREE_PIECES) for _ in range(rng.randint(1, 30)))
+        try:
+            root = etree.fromstring(markup, t.html_parser())
+        except (etree.ParserError, ValueError):
+            continue
+        if root is None:
+            continue
+        walked = t.element_text(root)
+        root = etree.fromstring(markup, t.html_parser())
+        assert t.html_document_text(root, markup) == walked, markup
+        checked += 1
+    assert checked > 3000

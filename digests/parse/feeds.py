@@ -14,7 +14,6 @@ from lxml import etree
 
 from digests.errors import FeedParseError
 from digests.models import ParsedSource, RawEntry, TranscriptLink
-from digests.parse.cdata import cdata_as_text
 from digests.parse.item_hashes import ItemHasher, ItemHashes
 from digests.parse.lenient import TooBroken, repair, truncated
 from digests.parse.links import feed_base, resolve
@@ -98,25 +97,6 @@ _ATOM_FIELDS: dict[tuple[str | None, str], str] = {
 
 _MAX_TRANSCRIPT_LINKS = 8
 
-# A feed's RawEntry made through its slots: the frozen dataclass's __init__ sets each of
-# its fourteen fields with object.__setattr__, a tenth of the cost of reading an item.
-# The same record (equal, same repr); only the feed readers make them so.
-_ENTRY_SLOTS = vars(RawEntry)
-_SET_GUID = _ENTRY_SLOTS["guid"].__set__
-_SET_TITLE = _ENTRY_SLOTS["title"].__set__
-_SET_DESCRIPTION = _ENTRY_SLOTS["description"].__set__
-_SET_TRANSCRIPT = _ENTRY_SLOTS["transcript"].__set__
-_SET_PUBLISHED = _ENTRY_SLOTS["published"].__set__
-_SET_DURATION = _ENTRY_SLOTS["duration"].__set__
-_SET_LINK = _ENTRY_SLOTS["link"].__set__
-_SET_AUDIO = _ENTRY_SLOTS["audio_url"].__set__
-_SET_NEARBY = _ENTRY_SLOTS["nearby"].__set__
-_SET_SHOW = _ENTRY_SLOTS["show"].__set__
-_SET_TRANSCRIPTS = _ENTRY_SLOTS["transcripts"].__set__
-_SET_CHAPTERS = _ENTRY_SLOTS["chapters_url"].__set__
-_SET_HASH = _ENTRY_SLOTS["raw_hash"].__set__
-_SET_NORMALISED = _ENTRY_SLOTS["normalised"].__set__
-
 
 def _feed_entry(
     guid: str,
@@ -132,22 +112,20 @@ def _feed_entry(
     raw_hash: str | None,
 ) -> RawEntry:
     """``RawEntry(...)`` of a feed item (no nearby titles, no show, text normalised)."""
-    entry: RawEntry = object.__new__(RawEntry)
-    _SET_GUID(entry, guid)
-    _SET_TITLE(entry, title)
-    _SET_DESCRIPTION(entry, description)
-    _SET_TRANSCRIPT(entry, transcript)
-    _SET_PUBLISHED(entry, published)
-    _SET_DURATION(entry, duration)
-    _SET_LINK(entry, link)
-    _SET_AUDIO(entry, audio_url)
-    _SET_NEARBY(entry, ())
-    _SET_SHOW(entry, None)
-    _SET_TRANSCRIPTS(entry, transcripts)
-    _SET_CHAPTERS(entry, chapters_url)
-    _SET_HASH(entry, raw_hash)
-    _SET_NORMALISED(entry, True)
-    return entry
+    return RawEntry(
+        guid=guid,
+        title=title,
+        description=description,
+        transcript=transcript,
+        published=published,
+        duration=duration,
+        link=link,
+        audio_url=audio_url,
+        transcripts=transcripts,
+        chapters_url=chapters_url,
+        raw_hash=raw_hash,
+        normalised=True,
+    )
 
 
 def _ns_kind(uri: str) -> str | None:
@@ -319,12 +297,6 @@ def read_repaired(
 def _read_feed(
     data: bytes, source: str, options: dict[str, bool], items: ItemHashes | None = None
 ) -> ParsedSource | None:
-    text = cdata_as_text(data)
-    if text is not None:
-        try:
-            return _stream_feed(text, data, source, options, items)
-        except (etree.XMLSyntaxError, FeedParseError):
-            pass  # read as written, so what is refused and why stays the original's
     return _stream_feed(data, data, source, options, items)
 
 
@@ -337,10 +309,9 @@ def _stream_feed(
     *,
     cut_ok: bool = False,
 ) -> ParsedSource | None:
-    """The feed ``parsed`` holds: ``data`` itself, or ``data`` with its CDATA sections
-    written as text (``cdata_as_text``: the same tree, cheaper to tokenise). Items are
-    hashed from ``data``, as written. With ``cut_ok`` (the document is cut off), an error
-    ends the feed after the entries read before it, when there are any."""
+    """The feed ``parsed`` holds (``data`` itself, or a repair of it). Items are hashed
+    from ``data``, as written. With ``cut_ok`` (the document is cut off), an error ends
+    the feed after the entries read before it, when there are any."""
     events = etree.iterparse(io.BytesIO(parsed), events=("end",), tag=_ENTRY_TAGS, **options)
     stream: _Stream | None = None
     try:
@@ -638,8 +609,11 @@ def _rss_item(
         elif guid_el is not None:
             raw_link, link = guid, _href(guid, guid_el, base)
     published = squash(f.get("published") or f.get("dc_date") or "")[:200] or None
-    description = to_text(f.get("description") or f.get("summary"))
-    transcript = to_text(f.get("content") or f.get("podcast_transcript"))
+    raw_description = f.get("description") or f.get("summary")
+    description = to_text(raw_description)
+    raw_transcript = f.get("content") or f.get("podcast_transcript")
+    # Many hosts write the same show notes in both: converted once.
+    transcript = description if raw_transcript == raw_description else to_text(raw_transcript)
     if guid is None:
         # From the link as the feed wrote it: resolving it must not renumber the episode.
         guid = _untitled_guid(title, audio, raw_link) or stable_guid(raw_link, title, published)

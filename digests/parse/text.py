@@ -131,14 +131,22 @@ def paragraphs(text: str) -> str:
         return _paragraphs_general(text)
     out: list[str] = []
     for part in text.split("\n\n"):
+        inner = False
         if "\n" in part:
             part = part.strip("\n")
             if "\n" in part:
+                inner = True
                 part = part.replace("\n", " ")
         if not part:
             continue
         if not ascii and not part.isprintable():
-            return _paragraphs_general(text)
+            if inner:
+                return _paragraphs_general(text)  # other whitespace may make a break here
+            # Other whitespace (a no-break space, say) on one line: no break in it.
+            part = " ".join(part.split())
+            if part:
+                out.append(part)
+            continue
         if "  " in part or part[0] == " " or part[-1] == " ":
             part = " ".join(part.split())
             if not part:
@@ -177,6 +185,10 @@ def to_text(value: str | None) -> str:
     if not value:
         return ""
     value = cap(value, MAX_TEXT * 2)
+    if "<" in value and "github.com" in value and _A_OPEN.search(value) is not None:
+        # A link that may name a PR: only lxml keeps its href, so none of the checks for
+        # the simple path below (each a scan of the markup) could spare the tree.
+        return cap(_lxml_html_to_text(_keep_slack_syntax(value)))
     if "<" in value:
         # Block tags (not <li>) replaced first: when that leaves no "<", every "<" opened
         # one, so the check that each opens a simple tag (a regex test at every "<") is
@@ -285,7 +297,39 @@ def _lxml_html_to_text(markup: str) -> str:
         return paragraphs(html.unescape(_strip_tags(markup)))
     if root is None:
         return ""
-    return element_text(root)
+    return html_document_text(root, markup)
+
+
+# A tag name that _BLOCK, _SKIP or "a" matches only as element_text reads it: after a
+# "}" (the HTML tokenizer keeps "x}p" as a name) or through the Kelvin sign
+# ("\u212a".lower() is "k", the one character outside ASCII that lowers into it).
+_ODD_TAG_NAME = re.compile(r"<[^\s/>]*[}\u212a]")
+_BLOCK_OR_BR = (*_BLOCK, "br")
+
+
+def html_document_text(root: etree._Element, markup: str) -> str:
+    """``element_text(root)`` of the document lxml's HTML parser made from ``markup``
+    (tags in lower case, no comments or PIs), which no one else holds: the tree is
+    changed so that lxml's own text serialisation (one pass in C) gives that text, with
+    Python for the block, <br> and <a> elements only, not at every node."""
+    if ("}" in markup or "\u212a" in markup) and _ODD_TAG_NAME.search(markup) is not None:
+        return element_text(root)
+    # PR links first, on the text as parsed: in document order an <a>'s check never reads
+    # a tail changed before it (that of an <a> inside it comes later).
+    for a in root.iter("a"):
+        href = (a.get("href") or "").strip()
+        # A PR linked as "#123" would lose its number's repo otherwise.
+        if _GITHUB_PULL.match(href) and href not in "".join(a.itertext()):
+            a.tail = f" ({href}){a.tail or ''}"
+    # (Never the element passed: element_text reads the root whatever its name.)
+    etree.strip_elements(root, *_SKIP, with_tail=False)
+    for el in root.iter(*_BLOCK_OR_BR):
+        if el.tag == "br":
+            el.text = "\n" + (el.text or "")
+        else:
+            el.text = ("\n\n- " if el.tag == "li" else "\n\n") + (el.text or "")
+            el.tail = "\n\n" + (el.tail or "")
+    return paragraphs(etree.tostring(root, method="text", encoding="unicode"))
 
 
 def element_text(root: etree._Element) -> str:
