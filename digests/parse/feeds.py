@@ -555,79 +555,106 @@ def _source(
     )
 
 
+@dataclasses.dataclass
+class _ItemParts:
+    """What an RSS item's children say, gathered in one pass over them."""
+
+    texts: dict[str, str] = dataclasses.field(default_factory=dict)  # first value of each
+    audio: str | None = None
+    raw_link: str | None = None  # an <atom:link> href as written
+    link_el: etree._Element | None = None
+    atom_link: etree._Element | None = None
+    transcripts: list[TranscriptLink] = dataclasses.field(default_factory=list)
+    chapters: str | None = None
+    permalink: bool = False
+    guid_el: etree._Element | None = None  # a guid said to be a permalink
+
+    def take(self, child: etree._Element, name: str, base: str | None) -> None:
+        if name == "enclosure" or name == "media":
+            if self.audio is None:
+                self.audio = _audio(child, base)
+        elif name == "atom_link":
+            if self.raw_link is None and (child.get("rel") or "alternate") == "alternate":
+                self.raw_link = (child.get("href") or "").strip() or None
+                self.atom_link = child
+        elif name == "podcast_transcript" or name == "podcast_chapters":
+            self.chapters = _podcast_link(
+                child, name, self.transcripts, self.chapters, self.texts, base
+            )
+        elif name == "link":
+            if self.link_el is None:
+                self.link_el = child
+        elif name not in self.texts:
+            self.texts[name] = _text(child)
+            if name == "guid":
+                said = (child.get("isPermaLink") or "").strip().lower()
+                self.permalink = said != "false"
+                self.guid_el = child if said == "true" else None
+
+    @property
+    def somewhere(self) -> bool:
+        """Whether the item points anywhere: its audio or a page."""
+        return self.audio is not None or self.link_el is not None or self.raw_link is not None
+
+    def title(self) -> str:
+        t = self.texts
+        found = t.get("title") or t.get("itunes_title") or t.get("media_title") or t.get("dc_title")
+        return squash(found or "")[:MAX_TITLE]
+
+    def links(self, guid: str | None, base: str | None) -> tuple[str | None, str | None]:
+        """The item's link as written and as resolved against ``base``."""
+        raw_link, link = self.raw_link, None
+        text_link = _rss_link(self.link_el)
+        if text_link and self.link_el is not None:
+            raw_link, link = text_link, _href(text_link, self.link_el, base)
+        elif raw_link and self.atom_link is not None:
+            link = _href(raw_link, self.atom_link, base)
+        if raw_link is None and self.permalink and guid:
+            # RSS 2.0: a guid that is a permalink is the item's URL when <link> is missing;
+            # a relative one only when the feed says so (a bare id is no link).
+            if guid.startswith(("http://", "https://")):
+                raw_link = link = guid
+            elif self.guid_el is not None:
+                raw_link, link = guid, _href(guid, self.guid_el, base)
+        return raw_link, link
+
+
 def _rss_item(
     item: etree._Element, fields: _Fields, base: str | None = None, raw_hash: str | None = None
 ) -> RawEntry | None:
-    f: dict[str, str] = {}
-    audio: str | None = None
-    raw_link: str | None = None
-    link_el: etree._Element | None = None
-    atom_link: etree._Element | None = None
-    transcripts: list[TranscriptLink] = []
-    chapters: str | None = None
-    permalink = False
-    guid_el: etree._Element | None = None  # a guid said to be a permalink
+    parts = _ItemParts()
     for child in item:
-        field = fields[child.tag]
-        if field is None:
-            continue
-        if field == "enclosure" or field == "media":
-            if audio is None:
-                audio = _audio(child, base)
-        elif field == "atom_link":
-            if raw_link is None and (child.get("rel") or "alternate") == "alternate":
-                raw_link = (child.get("href") or "").strip() or None
-                atom_link = child
-        elif field == "podcast_transcript" or field == "podcast_chapters":
-            chapters = _podcast_link(child, field, transcripts, chapters, f, base)
-        elif field == "link":
-            if link_el is None:
-                link_el = child
-        elif field not in f:
-            f[field] = _text(child)
-            if field == "guid":
-                said = (child.get("isPermaLink") or "").strip().lower()
-                permalink = said != "false"
-                guid_el = child if said == "true" else None
-    title = squash(
-        f.get("title") or f.get("itunes_title") or f.get("media_title") or f.get("dc_title") or ""
-    )[:MAX_TITLE]
-    guid = squash(f.get("guid", ""))[:MAX_TITLE] or None
-    if not title and not guid and audio is None and link_el is None and raw_link is None:
+        name = fields[child.tag]
+        if name is not None:
+            parts.take(child, name, base)
+    texts = parts.texts
+    title = parts.title()
+    guid = squash(texts.get("guid", ""))[:MAX_TITLE] or None
+    if not title and not guid and not parts.somewhere:
         return None
-    link: str | None = None
-    text_link = _rss_link(link_el)
-    if text_link and link_el is not None:
-        raw_link, link = text_link, _href(text_link, link_el, base)
-    elif raw_link and atom_link is not None:
-        link = _href(raw_link, atom_link, base)
-    if raw_link is None and permalink and guid:
-        # RSS 2.0: a guid that is a permalink is the item's URL when <link> is missing;
-        # a relative one only when the feed says so (a bare id is no link).
-        if guid.startswith(("http://", "https://")):
-            raw_link = link = guid
-        elif guid_el is not None:
-            raw_link, link = guid, _href(guid, guid_el, base)
-    published = squash(f.get("published") or f.get("dc_date") or "")[:200] or None
-    raw_description = f.get("description") or f.get("summary")
+    raw_link, link = parts.links(guid, base)
+    published = squash(texts.get("published") or texts.get("dc_date") or "")[:200] or None
+    raw_description = texts.get("description") or texts.get("summary")
     description = to_text(raw_description)
-    raw_transcript = f.get("content") or f.get("podcast_transcript")
+    raw_transcript = texts.get("content") or texts.get("podcast_transcript")
     # Many hosts write the same show notes in both: converted once.
     transcript = description if raw_transcript == raw_description else to_text(raw_transcript)
     if guid is None:
         # From the link as the feed wrote it: resolving it must not renumber the episode.
-        guid = _untitled_guid(title, audio, raw_link) or stable_guid(raw_link, title, published)
+        guid = _untitled_guid(title, parts.audio, raw_link) or stable_guid(
+            raw_link, title, published
+        )
     return _feed_entry(
         guid,
         title,
         description,
         transcript,
         published,
-        squash(f.get("duration", ""))[:100] or None,
+        squash(texts.get("duration", ""))[:100] or None,
         link,
-        audio[:MAX_TITLE] if audio else None,
-        tuple(transcripts),
-        chapters,
+        parts.audio[:MAX_TITLE] if parts.audio else None,
+        tuple(parts.transcripts),
+        parts.chapters,
         raw_hash,
     )
 

@@ -335,43 +335,49 @@ def html_document_text(root: etree._Element, markup: str) -> str:
 def element_text(root: etree._Element) -> str:
     """Plain text of a parsed (X)HTML element tree, paragraphs separated by blank lines."""
     out: list[str] = []
-    append = out.append
     skipping = 0
     for event, el in etree.iterwalk(root, events=("start", "end")):
         tag = el.tag
         if not isinstance(tag, str):
             # Comments, PIs, entities: no text of their own, but their tail is content.
             if event == "end" and not skipping and el.tail:
-                append(el.tail)
+                out.append(el.tail)
             continue
         name = tag.rsplit("}", 1)[-1].lower()
+        # The root is read whatever its name: an Atom <title type="xhtml"> is no <title>.
+        skipped = name in _SKIP and el is not root
         if event == "start":
-            # The root is read whatever its name: an Atom <title type="xhtml"> is no <title>.
-            if name in _SKIP and el is not root:
-                skipping += 1
+            if skipped or skipping:
+                skipping += skipped
                 continue
-            if skipping:
-                continue
-            if name in _BLOCK:
-                append("\n\n- " if name == "li" else "\n\n")
-            elif name == "br":
-                append("\n")
-            if el.text:
-                append(el.text)
-        else:
-            if name in _SKIP and el is not root:
-                skipping -= 1
-            elif not skipping:
-                if name == "a":
-                    href = (el.get("href") or "").strip()
-                    # A PR linked as "#123" would lose its number's repo otherwise.
-                    if _GITHUB_PULL.match(href) and href not in "".join(el.itertext()):
-                        append(f" ({href})")
-                if name in _BLOCK:
-                    append("\n\n")
-            if not skipping and el.tail:
-                append(el.tail)
+            _opened(name, el, out)
+            continue
+        if skipped:
+            skipping -= 1
+        elif not skipping:
+            _closed(name, el, out)
+        if not skipping and el.tail:
+            out.append(el.tail)
     return paragraphs("".join(out))
+
+
+def _opened(name: str, el: etree._Element, out: list[str]) -> None:
+    if name in _BLOCK:
+        out.append("\n\n- " if name == "li" else "\n\n")
+    elif name == "br":
+        out.append("\n")
+    if el.text:
+        out.append(el.text)
+
+
+def _closed(name: str, el: etree._Element, out: list[str]) -> None:
+    if name == "a":
+        href = (el.get("href") or "").strip()
+        # A PR linked as "#123" would lose its number's repo otherwise.
+        if _GITHUB_PULL.match(href) and href not in "".join(el.itertext()):
+            out.append(f" ({href})")
+    if name in _BLOCK:
+        out.append("\n\n")
 
 
 _TAG = re.compile(r"<[^<>]{0,2000}>")
