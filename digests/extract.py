@@ -263,7 +263,9 @@ def published_at(text: str | None) -> datetime | None:
         return parsed.replace(tzinfo=UTC)
     try:
         return parsed.astimezone(UTC)
-    except OverflowError:
+    except (OverflowError, ValueError):
+        # Out of range once in UTC, or an offset of a day or more (isodate reads
+        # "+24:00", which datetime cannot represent): no date, as if none were given.
         return None
 
 

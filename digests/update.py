@@ -44,6 +44,33 @@ def episode_identity(episode: Episode) -> EpisodeIdentity:
     return (episode.show.replace("\x00", ""), episode.guid.replace("\x00", ""))
 
 
+# PostgreSQL's INTEGER, which every stored count and number is.
+_MAX_INT = 2**31 - 1
+
+
+def unstorable(episode: Episode) -> str | None:
+    """Why ``episode`` cannot be stored, or None. Parsing replaces unencodable text where
+    it enters, so this is the last line: a field no database column can take."""
+    for name, value in episode.__dict__.items():
+        texts = value if isinstance(value, tuple) else (value,)
+        for text in texts:
+            if isinstance(text, str) and not _encodable(text):
+                return f"{name} holds text that cannot be encoded as UTF-8"
+            if isinstance(text, int) and not -_MAX_INT <= text <= _MAX_INT:
+                return f"{name} is out of range ({text})"
+    return None
+
+
+def _encodable(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def latest_copies(episodes: Iterable[Episode]) -> dict[EpisodeIdentity, Episode]:
     """One episode per identity, the last copy winning, in the order first seen."""
     batch: dict[EpisodeIdentity, Episode] = {}

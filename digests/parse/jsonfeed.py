@@ -34,6 +34,11 @@ MAX_DEPTH = 256
 _VERSION = "jsonfeed.org/version/"
 # The characters that can change nesting or string state; everything else is skipped in C.
 _STRUCTURE = re.compile(r'[\[\]{}"\\]')
+# What a JSON escape can spell but no text should hold: a lone surrogate (``"\ud800"``;
+# a pair is joined by the decoder) cannot be encoded, so it would fail where the text is
+# stored or printed; and the control characters the XML reader refuses. Each becomes
+# U+FFFD here, once, as the XML reader's repair does.
+_UNFIT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def looks_json_feed(head: str) -> bool:
@@ -112,7 +117,11 @@ def read_json_feed(text: str, source: str, *, claimed: bool) -> ParsedSource | N
 
 def _str(obj: dict[str, Any], key: str) -> str:
     value = obj.get(key)
-    return value if isinstance(value, str) else ""
+    return _fit(value) if isinstance(value, str) else ""
+
+
+def _fit(text: str) -> str:
+    return text if text.isascii() and text.isprintable() else _UNFIT.sub("\ufffd", text)
 
 
 def _link(value: str, base: str | None) -> str | None:
@@ -131,7 +140,7 @@ def _item(item: dict[str, Any], base: str | None) -> RawEntry | None:
     # 1.0 feeds sometimes give a number; the spec says string. A bool is neither.
     if isinstance(raw_id, int) and not isinstance(raw_id, bool):
         raw_id = str(raw_id)
-    guid = squash(raw_id)[:MAX_TITLE] if isinstance(raw_id, str) else ""
+    guid = squash(_fit(raw_id))[:MAX_TITLE] if isinstance(raw_id, str) else ""
     title = squash(_str(item, "title"))[:MAX_TITLE]
     html = _str(item, "content_html")
     plain = _str(item, "content_text")
