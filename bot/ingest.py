@@ -16,8 +16,9 @@ answered 200): an item whose bytes hash as one of them is skipped before any tex
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -28,6 +29,9 @@ from digests.fetch import FetchResult, PrivatePolicy, fetch
 from digests.models import Episode, ParsedSource
 from digests.parse import ItemHashes, parse_bytes
 from digests.types import MENTIONS, PrMode
+from digests.update import unstorable
+
+log = logging.getLogger(__name__)
 
 
 def parse_concurrency() -> int:
@@ -61,6 +65,7 @@ class FeedRead:
     episodes: tuple[Episode, ...] = ()
     skipped: int = 0
     lenient: tuple[str, ...] = ()  # not well-formed, read leniently: what was wrong
+    unstorable: int = 0  # items read but left out: no column could take them (logged)
 
 
 def item_salt(show: str, repo: str, prs: PrMode = MENTIONS) -> str:
@@ -120,9 +125,27 @@ def _parse_and_extract(
         parsed = parse_feed(fetched.content or b"", location, fetched.content_type)
     finally:
         _POLL_ITEMS.reset(token)
-    return FeedRead(
-        fetched, extract_episodes(parsed, show, repo, prs), len(parsed.skipped), parsed.lenient
-    )
+    kept, refused = storable(show, extract_episodes(parsed, show, repo, prs))
+    return FeedRead(fetched, kept, len(parsed.skipped), parsed.lenient, refused)
+
+
+def storable(show: str, episodes: Iterable[Episode]) -> tuple[tuple[Episode, ...], int]:
+    """The episodes the store can take, and how many it cannot (one line says which and
+    why): one bad item is left out, the rest of the feed goes on."""
+    kept: list[Episode] = []
+    refused: list[str] = []
+    for episode in episodes:
+        reason = unstorable(episode)
+        if reason is None:
+            kept.append(episode)
+        else:
+            refused.append(f"{episode.guid!r}: {reason}")
+    if refused:
+        log.warning(
+            "feed %s: %d item%s not stored: %s",
+            show, len(refused), "" if len(refused) == 1 else "s", "; ".join(refused[:3]),
+        )  # fmt: skip
+    return tuple(kept), len(refused)
 
 
 async def read_feed(

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.pipeline import storable, store_episodes
+from bot.ingest import storable
+from bot.pipeline import store_episodes
 from digests.errors import FeedParseError
 from digests.extract import build_episodes
 from digests.parse import parse_bytes

@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from bot.delivery import Deliverer
-from bot.pipeline import storable, store_episodes
+from bot.ingest import storable
+from bot.pipeline import store_episodes
 from bot.poll import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.extract import build_episodes
@@ -141,7 +142,7 @@ def test_an_item_no_column_can_take_is_skipped_and_the_rest_stored(
         _episode("c", duration_seconds=2**40),
     ]
     episodes = [_episode("good-1"), *bad, _episode("good-2")]
-    with caplog.at_level(logging.WARNING, logger="bot.pipeline"):
+    with caplog.at_level(logging.WARNING, logger="bot.ingest"):
         kept, refused = storable("S", episodes)
     assert refused == 3
     assert [e.guid for e in kept] == ["good-1", "good-2"]
