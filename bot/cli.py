@@ -95,6 +95,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
 
         # Only the handler made here: one already there (a test's capture) keeps its format.
         logs.configure(settings, [h for h in logging.getLogger().handlers if h not in before])
+        logs.redact_library_logs()  # -v: httpx's request lines without feed credentials
         return _dispatch(args, settings, out)
     except DigestError as exc:
         print(f"{PROG}: error: {exc.format_message()}", file=sys.stderr)

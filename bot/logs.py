@@ -10,7 +10,9 @@ passed in ``extra``.
 Both formats pass through :class:`Redacting`: the configured secrets (tokens, the signing
 secret, the client secret) and anything shaped like a Slack or GitHub token are replaced
 in the finished line, whichever field they were in (message, arguments, a traceback,
-``extra``).
+``extra``). And httpx, which logs each request at INFO (``-v``) with its full URL, has
+its URLs redacted by :class:`RedactedRequestLine` (a feed's URL may hold a user and
+password, or a token in its query): no user-info, no query.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import httpx
 from pythonjsonlogger.json import JsonFormatter
+
+from digests.redact import redact_url
 
 if TYPE_CHECKING:
     from config.settings import Settings
@@ -143,6 +148,33 @@ def configure(settings: Settings, handlers: Iterable[logging.Handler]) -> None:
         handler.setFormatter(chosen)
         if not any(isinstance(f, ContextFilter) for f in handler.filters):
             handler.addFilter(ContextFilter())
+
+
+# Libraries that log request URLs at INFO or above.
+_URL_LOGGERS = ("httpx",)
+
+
+class RedactedRequestLine(logging.Filter):
+    """Every argument of a record that is a URL, redacted; the record still goes out."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and record.args:
+            record.args = tuple(_redacted(arg) for arg in record.args)
+        return True
+
+
+def _redacted(arg: object) -> object:
+    if isinstance(arg, httpx.URL):
+        return redact_url(str(arg))
+    return redact_url(arg) if isinstance(arg, str) and "://" in arg else arg
+
+
+def redact_library_logs() -> None:
+    """Install :class:`RedactedRequestLine` once on each library logger that writes URLs."""
+    for name in _URL_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactedRequestLine) for f in logger.filters):
+            logger.addFilter(RedactedRequestLine())
 
 
 def context_of(body: dict[str, Any]) -> dict[str, str | None]:

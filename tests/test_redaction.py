@@ -29,7 +29,7 @@ from digests.parse import parse_bytes
 from digests.redact import redact_text, without_userinfo
 from digests.store import Store
 from tests.feedserver import FeedServer
-from tests.fixtures.cli import one_line_error, run_cli
+from tests.fixtures.cli import one_line_error, run_cli, run_cli_process
 from tests.fixtures.delivery import rss, rss_item
 from tests.slackfake import SlackFake
 from tests.test_poll import NOW, settings_for, subscribe
@@ -263,3 +263,15 @@ async def test_failing_notice_and_stored_error_have_no_credentials(
     posted = json.dumps(slack_fake.messages("C1"))
     assert "is failing" in posted
     assert "HTTP 500" in posted and not any(s in posted for s in SECRETS), posted
+
+
+def test_verbose_request_lines_have_no_credentials(feed_server: FeedServer) -> None:
+    # -v logs every request httpx makes (INFO); the line stays, the secrets do not. A real
+    # process: in this one pytest owns the root logger, so -v would log nowhere.
+    url = feed_server.route("/feed.xml", rss(rss_item(3)))
+    result = run_cli_process("-v", "parse", "--allow-private", secret_url(url.rsplit("/", 1)[0]))
+    assert result.returncode == 0, result.stderr
+    assert "HTTP Request: GET http://127.0.0.1:" in result.stderr
+    assert "/feed.xml?… " in result.stderr
+    for secret in SECRETS:
+        assert secret not in result.stderr, result.stderr
