@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -12,8 +13,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from slack_sdk.models.blocks import Block
 
+from digests.models import Episode
+from digests.render import Renderer, limits
 from digests.render import blocks as b
-from digests.render import limits
 from digests.render.environment import format_date, format_duration, make_environment
 from digests.render.escape import (
     ELLIPSIS,
@@ -507,3 +509,37 @@ def test_fit_repairs_raw_dicts() -> None:
         _valid(block)
     json.dumps(fitted)
     assert raw[0]["text"]["text"] == "h" * 400  # the input is not modified
+
+
+# -- invisible formatting characters (issue 26, item 7) --------------------------------------
+
+
+def _format_characters() -> list[str]:
+    return [chr(cp) for cp in range(0x110000) if unicodedata.category(chr(cp)) == "Cf"]
+
+
+def test_every_format_character_is_stripped_from_mrkdwn_plain_text_and_urls() -> None:
+    found = _format_characters()
+    assert "\u00ad" in found and "\u200b" in found and "\u200f" in found and "\u061c" in found
+    for char in found:
+        text = f"pay{char}pal"
+        assert mrkdwn(text) == "paypal", repr(char)
+        assert plain(text) == "paypal", repr(char)
+        assert safe_url(f"https://pay{char}pal.example/") is None, repr(char)
+
+
+def test_a_digest_shows_no_invisible_formatting_characters() -> None:
+    hidden = "\u200b\u200c\u200d\u2060\ufeff\u00ad\u200e\u200f\u061c\U000e0041"
+    episode = Episode(
+        guid="g",
+        show="PyTorch",
+        title=f"PyTorch: Mer{hidden}ges",
+        headline=f"Mer{hidden}ges",
+        summary=f"Stack{hidden}-aware merges land in PR 199734.",
+        published_at=datetime(2026, 10, 5, 13, tzinfo=UTC),
+        url="https://example.test/e/1",
+    )
+    message = Renderer().digest(episode)
+    shown = json.dumps(message, ensure_ascii=False)
+    assert "Merges" in shown and "Stack-aware" in shown
+    assert not [c for c in shown if unicodedata.category(c) == "Cf"]

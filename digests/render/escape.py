@@ -20,20 +20,33 @@ _ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _ESCAPE_RE = re.compile(r"[&<>]")
 # A label's `|` would end the link label early in some clients; a lookalike keeps it readable.
 _PIPE = "¦"
-# C0 controls (but tab, newline) and DEL; bidi overrides, which can make text read backwards.
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+# Unicode's format characters (category Cf): invisible, yet they change what text shows —
+# bidi overrides and isolates make it read backwards, RLM/ALM reorder it, zero-width spaces
+# and joiners, word joiners, the BOM and tag characters hide inside words, a soft hyphen
+# appears only at a line break. The ranges are Unicode 15.1's (tests/test_render_escape.py
+# checks them against the running Python's table).
+_INVISIBLE = (
+    r"\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+    r"\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    r"\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    r"\U000e0020-\U000e007f"
+)
+# C0 controls (but tab, newline), DEL and the format characters.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f" + _INVISIBLE + "]")
 _CR_RE = re.compile(r"\r\n?")
 # Any character escaping changes (the three, CR, the controls): most text has none, and one
 # search then replaces three substitutions (a recap escapes a few thousand values).
-_UNSAFE_RE = re.compile(r"[&<>\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_RE = re.compile(r"[&<>\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f" + _INVISIBLE + "]")
+# The same for text with no format character (ASCII, or printable: Cf never is), which is
+# most text: a class of ranges past Latin-1 costs the search three times as much.
+_UNSAFE_PLAIN_RE = re.compile(r"[&<>\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _WS_RE = re.compile(r"\s+")
 # Whitespace that collapsing changes: any but a space, or spaces in a row.
 _NOT_ONE_SPACE_RE = re.compile(r"[^\S ]| {2}")
 # What may not sit inside ``<…|…>``: a delimiter, a quote, whitespace or a control (one
 # search; a recap checks a URL per episode line).
-_URL_BREAKER_RE = re.compile(
-    r"[|<>\"'`\s\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]"
-)
+_URL_BREAKER_RE = re.compile(r"[|<>\"'`\s\x00-\x08\x0b\x0c\x0e-\x1f\x7f" + _INVISIBLE + "]")
+_URL_BREAKER_ASCII_RE = re.compile(r"[|<>\"'`\s\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # An http(s) URL with a plain host (ASCII letters, digits, dots, hyphens; maybe a port):
 # urlsplit would find its scheme and host, so it is not asked (a recap checks a URL per line).
 _PLAIN_URL_RE = re.compile(r"https?://[A-Za-z0-9.-]+(?::[0-9]*)?(?:[/?#]|\Z)", re.I | re.A)
@@ -65,7 +78,8 @@ class Mrkdwn(Markup):
         if hasattr(s, "__html__"):
             return cls(s.__html__())
         raw = str(s)
-        if _UNSAFE_RE.search(raw) is None:
+        visible = raw.isascii() or raw.isprintable()
+        if (_UNSAFE_PLAIN_RE if visible else _UNSAFE_RE).search(raw) is None:
             return cls(raw)
         raw = _CONTROL_RE.sub("", _CR_RE.sub("\n", raw))
         return cls(_ESCAPE_RE.sub(lambda m: _ESCAPES[m.group()], raw))
@@ -101,7 +115,7 @@ def safe_url(url: str | None) -> str | None:
     if not url:
         return None
     url = url.strip()
-    if _URL_BREAKER_RE.search(url):
+    if _URL_BREAKER_RE.search(url) if not url.isascii() else _URL_BREAKER_ASCII_RE.search(url):
         return None
     if _PLAIN_URL_RE.match(url):
         return url if len(url) <= 3000 else None
