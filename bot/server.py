@@ -34,9 +34,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from bot import logs, messages
 from bot.app import SignedApp
+from bot.http_guard import BACKLOG, ConnectionGuard, default_max_connections, guarded_protocol
 from bot.listen import listen
 from bot.metrics import CONTENT_TYPE, Metrics
 from bot.readiness import Probe, render, run_checks
@@ -289,6 +291,9 @@ class _Server(uvicorn.Server):
 def make_server(
     settings: Settings, asgi_app: ASGIApp, *, host: str = "0.0.0.0", port: int | None = None
 ) -> uvicorn.Server:
+    guard = ConnectionGuard(
+        settings.http_header_timeout, settings.http_max_connections or default_max_connections()
+    )
     config = uvicorn.Config(
         asgi_app,
         host=host,
@@ -299,6 +304,8 @@ def make_server(
         # No handlers of uvicorn's own: its lines go to the root logger's, formatted (and
         # redacted) like every other line, JSON included (bot.logs).
         log_config=None,
+        http=guarded_protocol(AutoHTTPProtocol, guard),
+        backlog=BACKLOG,
     )
     return _Server(config)
 

@@ -224,6 +224,11 @@ class Settings(BaseSettings):
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     metrics_per_show: bool = False
     log_format: Literal["text", "json"] = "text"
+    # The HTTP server: a request whose headers are not all in after this many seconds is
+    # closed; connections per process at most (default: 4096, or fewer under a lower
+    # file-descriptor limit). See bot/http_guard.py.
+    http_header_timeout: float = Field(default=10.0, gt=0, le=300)
+    http_max_connections: int | None = Field(default=None, ge=1)
 
     # Where the file was read from; relative feed paths resolve against its folder.
     config_path: str = ""
