@@ -21,6 +21,7 @@ from bot.commands.cache import DEFAULT_TTL, TtlCache
 from bot.commands.explain import permalinks
 from bot.commands.slash import register_slash
 from bot.oauth import build_oauth_flow, register_leaving
+from bot.odd_payloads import quiet_odd_shapes
 from bot.replay import replay_guard
 from bot.slack import make_web_client
 from bot.slack_wait import SlackIdentity
@@ -104,6 +105,7 @@ def build_app(
             # AsyncAuthorize instance, which Bolt takes as it is.
             authorize=SlackIdentity(client),
         )
+    app.error(quiet_odd_shapes)  # an odd payload's failure: one line, not a traceback
     app.use(replay_guard(store, deps.now))
     register_slash(app, deps, TtlCache(ttl=reply_cache_ttl))
     interactivity.register(app, deps)

@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import logging
 import select
 import socket
 import time
@@ -20,6 +21,7 @@ from starlette.types import ASGIApp
 
 from bot import messages, server
 from bot.app import build_app
+from bot.odd_payloads import odd_shape, quiet_odd_shapes
 from bot.server import MAX_BODY, build_asgi
 from config.settings import Settings
 from digests.render import Renderer
@@ -272,3 +274,57 @@ def test_signed_odd_shapes_get_a_polite_reply(
     status, text = post(slack_app, body, signed_headers(body, content_type))
     assert status == 200, text
     assert json.loads(text)["text"] == messages.UNREADABLE_REQUEST
+
+
+# Odd shapes that reach Bolt's matching (issue 26, smaller findings): Bolt raised inside a
+# listener matcher or its own dispatch and logged a traceback for each, though the reply
+# was right.
+ODD_SHAPES = [
+    (_form({**ACTION_BASE, "actions": "x"}).encode(), FORM),
+    (_form({**ACTION_BASE, "actions": [None]}).encode(), FORM),
+    (_form({**ACTION_BASE, "actions": [{"action_id": 7, "value": "v"}]}).encode(), FORM),
+    (_form({**ACTION_BASE, "actions": [{"action_id": None}]}).encode(), FORM),
+    (_form({**ACTION_BASE, "actions": [[]]}).encode(), FORM),
+    (_form({"type": "view_submission", "view": "x", "team": {"id": "T0TEST"}}).encode(), FORM),
+    (_form({"type": "shortcut", "callback_id": 5, "team": "x"}).encode(), FORM),
+    (json.dumps({"type": "event_callback", "event": "x", "team_id": "T0TEST"}).encode(),
+     "application/json"),
+    (json.dumps({"type": "event_callback", "event": {"type": 5}, "team_id": 7}).encode(),
+     "application/json"),
+    (json.dumps({"type": "event_callback", "event": [None], "team_id": "T0TEST"}).encode(),
+     "application/json"),
+    (b"command=/episodes&text=help&team_id=T0TEST&user_id=U1&channel_id=C1&command=",
+     FORM),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("body", "content_type"), ODD_SHAPES)
+def test_odd_signed_payloads_log_one_warning_and_no_traceback(
+    slack_app: RunningApp, body: bytes, content_type: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG):
+        status, text = post(slack_app, body, signed_headers(body, content_type))
+        slack_app.settle()
+    assert status in (200, 404), text
+    if status == 200 and text:
+        assert "dispatch_failed" not in text
+    loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not [r for r in loud if r.exc_info or "Traceback" in r.getMessage()], [
+        (r.name, r.getMessage()) for r in loud
+    ]
+    assert len(loud) <= 1, [(r.name, r.getMessage()) for r in loud]
+
+
+async def test_a_failure_on_a_payload_of_slacks_shape_keeps_its_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    body = {**ACTION_BASE, "actions": [{"action_id": "digest_prs", "value": "v"}]}
+    assert odd_shape(body) is None
+    try:
+        raise RuntimeError("a bug of ours")
+    except RuntimeError as exc:
+        error = exc
+    with caplog.at_level(logging.WARNING):
+        await quiet_odd_shapes(error, body)
+    (record,) = caplog.records
+    assert record.levelno == logging.ERROR and record.exc_info is not None
