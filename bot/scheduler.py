@@ -41,7 +41,7 @@ from bot.recap import recap_job
 from bot.runtime import make_outbox, open_store, resolve_team_id, sync_config_channels
 from bot.sweeper import Sweeper
 from config.settings import Settings, ShowConfig
-from digests.errors import SlackError
+from digests.errors import SlackError, StoreError
 from digests.fetch import make_http_client
 from digests.render import Renderer
 from digests.store import Store
@@ -196,12 +196,18 @@ class Clock:
                 parse_gate=self._parse_gate,
                 github=self.github.client(),
             )
+        except StoreError as exc:  # our database: one line, the next interval tries again
+            log.error("poll of %s failed: %s", show.name, exc)
+            return
         except Exception:  # a job must never die: log it, try again next interval
             log.exception("poll of %s failed", show.name)
             return
         if self.on_report is not None:
             self.on_report(report)
-        self._after(show, report)
+        try:
+            self._after(show, report)
+        except StoreError as exc:  # a job must never die: APScheduler would log a traceback
+            log.warning("poll of %s: its next run stays as scheduled: %s", show.name, exc)
 
     def _after(self, show: ShowConfig, report: RunReport) -> None:
         """Move the show's next run to its stored next poll; stop if Slack refused every token."""

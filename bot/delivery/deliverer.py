@@ -96,6 +96,8 @@ class Deliverer:
         # Items some task of this deliverer is on right now: our own ``posting`` row is
         # stale only when it is not among them.
         self._active: set[Ident] = set()
+        # Deliveries held back since the database stopped answering (None: it answers).
+        self._outage_held: int | None = None
 
     @classmethod
     def of(
@@ -182,7 +184,27 @@ class Deliverer:
         if self.metrics is not None:
             self.metrics.delivered(report, time.perf_counter() - started)
             self.metrics.retry_after_waited.inc(meter.waited)
+        self._note_outage(report)
         return report
+
+    def _note_outage(self, report: DeliveryReport) -> None:
+        """One line when the database fails under a fan-out (however many channels it
+        holds back, and however many fan-outs it fails), one when it answers again."""
+        if report.outage:
+            first = report.failed.get(report.outage[0], "")
+            if self._outage_held is None:
+                self._outage_held = 0
+                log.error(
+                    "the database failed mid-delivery (%s): %d deliveries held back for the "
+                    "next poll or sweep", first, len(report.outage),
+                )  # fmt: skip
+            self._outage_held += len(report.outage)
+        elif self._outage_held is not None:
+            log.info(
+                "the database answers again; %d deliveries were held back meanwhile",
+                self._outage_held,
+            )
+            self._outage_held = None
 
     async def _channel(
         self,
@@ -210,9 +232,9 @@ class Deliverer:
                 done = await self._one(outbox, item, row)
                 if done.halt is not None:
                     await self._halt(item, done.halt, report)
-            except StoreError as exc:
-                log.error("ledger failure for %s: %s", item.ident, exc)
+            except StoreError as exc:  # logged once per outage (_note_outage)
                 done = Done(Outcome.FAILED, str(exc), deferred=True)
+                report.outage.append(item.ident)
             finally:
                 self._active.discard(item.ident)
             _record(report, item.ident, done)

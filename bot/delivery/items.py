@@ -49,6 +49,8 @@ class DeliveryReport:
     # it landed), as opposed to refused for good or parked with a paused channel.
     deferred: list[Ident] = field(default_factory=list)
     held: list[Ident] = field(default_factory=list)  # not attempted: channel paused/team stopped
+    # Of ``deferred``: held back because the database failed (ledger unreadable/unwritable).
+    outage: list[Ident] = field(default_factory=list)
     paused: dict[tuple[str, str], str] = field(default_factory=dict)  # (team, channel) → why
     stopped_teams: dict[str, str] = field(default_factory=dict)  # team → why
     retries: int = 0
@@ -67,6 +69,7 @@ class DeliveryReport:
         self.failed.update(other.failed)
         self.deferred += other.deferred
         self.held += other.held
+        self.outage += other.outage
         self.paused.update(other.paused)
         self.stopped_teams.update(other.stopped_teams)
         self.retries += other.retries
