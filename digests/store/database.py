@@ -8,7 +8,6 @@ it into a one-line :class:`StoreError` (no SQL, no parameters, no password).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import math
@@ -29,6 +28,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 from digests.errors import StoreError, StoreTimeout
+from digests.store.files import private_file
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -405,23 +405,11 @@ def _sqlite_file(engine: sa.Engine) -> _FileIdentity | None:
     return _FileIdentity(os.path.abspath(database))
 
 
-def _private(path: str) -> None:
-    """The database file readable by its owner only (it holds OAuth tokens), created so
-    when missing: SQLite gives its -wal and -shm files the database file's mode. A file
-    an older digestbot left 0644 is narrowed, with its -wal and -shm."""
-    with contextlib.suppress(OSError):  # no folder, not ours: SQLite says so on connect
-        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
-    for name in (path, path + "-wal", path + "-shm"):
-        with contextlib.suppress(OSError):
-            if os.stat(name).st_mode & 0o077:
-                os.chmod(name, 0o600)
-
-
 def _configure_sqlite(engine: sa.Engine, busy_ms: int) -> None:
     """Foreign keys, WAL and a busy timeout on every connection; BEGIN issued by us."""
     identity = _sqlite_file(engine)
     if identity is not None:
-        _private(identity.path)
+        private_file(identity.path)
 
     @sa.event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
