@@ -126,7 +126,7 @@ def _oauth_app(
 ) -> SignedApp:
     """Many workspaces: Bolt's install flow, and every request's token from its team."""
     installations = installations or Installations(
-        settings.database_url, settings.slack_client_id or ""
+        settings.database_url, settings.slack_client_id or "", settings.digestbot_secret_key
     )
     tokens = tokens or TeamTokens.from_settings(settings, installations)
     # Every request's client is a copy of this one, retry handlers included: the watcher

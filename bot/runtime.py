@@ -39,6 +39,31 @@ def open_store(settings: Settings, *, wait: float | None = None) -> Store:
     return store
 
 
+async def tokens_at_rest(settings: Settings) -> None:
+    """OAuth mode, once the store is migrated: every stored Slack token sealed with the
+    first key of DIGESTBOT_SECRET_KEY (plain ones, and ones an older key sealed), or a
+    warning that they are stored plain."""
+    if not settings.oauth_mode:
+        return
+    if not settings.digestbot_secret_key:
+        log.warning(
+            "DIGESTBOT_SECRET_KEY is not set: Slack bot and refresh tokens are stored "
+            "unencrypted in the database"
+        )
+        return
+    from digests.store.installations import Installations
+
+    installations = Installations(
+        settings.database_url, settings.slack_client_id or "", settings.digestbot_secret_key
+    )
+    try:
+        count = await installations.reseal()
+    finally:
+        await installations.close()
+    if count:
+        log.warning("%d stored Slack tokens sealed with DIGESTBOT_SECRET_KEY's first key", count)
+
+
 def settle_heap() -> None:
     """After startup, before the first request: what startup built (modules, the app, the
     store's engine) is kept for the process's life, so the collector stops walking it;

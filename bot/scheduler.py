@@ -38,7 +38,13 @@ from bot.ingest import parse_limit
 from bot.outbox import Outbox, classify
 from bot.pipeline import RunReport, poll_limit, run_once
 from bot.recap import recap_job
-from bot.runtime import make_outbox, open_store, resolve_team_id, sync_config_channels
+from bot.runtime import (
+    make_outbox,
+    open_store,
+    resolve_team_id,
+    sync_config_channels,
+    tokens_at_rest,
+)
 from bot.sweeper import Sweeper
 from config.settings import Settings, ShowConfig
 from digests.errors import SlackError, StoreError
@@ -331,6 +337,7 @@ async def run_clock(
     try:
         if ops is not None:
             ops.opened(store)
+        await tokens_at_rest(settings)
         team_id = await wait_for_slack(settings, stop, backoff=start_backoff)
         if team_id is None:
             return

@@ -24,6 +24,7 @@ from bot.runtime import (
     resolve_team_id,
     settle_heap,
     sync_config_channels,
+    tokens_at_rest,
     utcnow,
 )
 from config.settings import Settings
@@ -89,6 +90,7 @@ async def _web(
     from digests.render import Renderer
 
     store = await asyncio.to_thread(lambda: open_store(settings, wait=REQUEST_DB_WAIT))
+    await tokens_at_rest(settings)
     app = build_app(settings, store, Renderer.of(settings))
     if settings.slack_bot_token:
         ops.slack_client(app.client.auth_test)

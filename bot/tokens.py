@@ -406,7 +406,9 @@ class TeamOutbox:
 def team_outbox(settings: Settings, store: Store | None) -> TeamOutbox:
     """The OAuth mode's outbox for scheduled work; a team found without an installation
     has its subscriptions paused (``not_installed``) in ``store``."""
-    installations = Installations(settings.database_url, settings.slack_client_id or "")
+    installations = Installations(
+        settings.database_url, settings.slack_client_id or "", settings.digestbot_secret_key
+    )
     tokens = TeamTokens.from_settings(settings, installations)
 
     async def missing(team_id: str) -> None:

@@ -196,6 +196,9 @@ class Settings(BaseSettings):
     slack_client_id: str | None = None
     slack_client_secret: str | None = None
     slack_scopes: list[str] = Field(default_factory=lambda: list(DEFAULT_BOT_SCOPES))
+    # Fernet keys (comma-separated, the first seals) for the installations' tokens at rest;
+    # unset: stored plain, with a warning at start-up. See docs/security.md.
+    digestbot_secret_key: str | None = None
     slack_redirect_uri: str | None = None
     # Where the "Add to Slack" button sends the browser (Slack's own page unless testing).
     slack_authorize_url: str = DEFAULT_SLACK_AUTHORIZE_URL

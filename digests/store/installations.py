@@ -25,6 +25,8 @@ from slack_sdk.oauth.state_store.sqlalchemy import AsyncSQLAlchemyOAuthStateStor
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from digests.store.sealed import SealedToken, TokenCipher
+
 INSTALLATIONS = "slack_installations"
 BOTS = "slack_bots"
 STATES = "slack_oauth_states"
@@ -32,15 +34,29 @@ STATES = "slack_oauth_states"
 STATE_SECONDS = 600
 
 Refresh = Callable[[Bot], Awaitable[Bot | None]]
+# The columns that hold a token: sealed when DIGESTBOT_SECRET_KEY is set (digests.store.sealed),
+# so TEXT (migration 0026), not slack_sdk's VARCHAR(200), which a sealed token outgrows.
+TOKEN_COLUMNS = ("bot_token", "bot_refresh_token", "user_token", "user_refresh_token")
 
 
-def oauth_tables(metadata: sa.MetaData) -> list[sa.Table]:
-    """slack_sdk's three tables in ``metadata`` (what migration 0010 creates)."""
-    return [
+def oauth_tables(metadata: sa.MetaData, *, as_in_0010: bool = False) -> list[sa.Table]:
+    """slack_sdk's three tables in ``metadata``, token columns TEXT (``as_in_0010``: as
+    slack_sdk builds them, which migration 0010 created)."""
+    tables = [
         AsyncSQLAlchemyInstallationStore.build_installations_table(metadata, INSTALLATIONS),
         AsyncSQLAlchemyInstallationStore.build_bots_table(metadata, BOTS),
         AsyncSQLAlchemyOAuthStateStore.build_oauth_states_table(metadata, STATES),
     ]
+    if not as_in_0010:
+        _token_type(tables, sa.Text())
+    return tables
+
+
+def _token_type(tables: list[sa.Table], kind: sa.types.TypeEngine[Any]) -> None:
+    for table in tables:
+        for name in TOKEN_COLUMNS:
+            if name in table.c:
+                table.c[name].type = kind
 
 
 def async_url(url: str) -> URL:
@@ -79,14 +95,46 @@ class OAuthStates(AsyncSQLAlchemyOAuthStateStore):
 
 
 class Installations:
-    """The installation and state stores for one Slack app (``client_id``)."""
+    """The installation and state stores for one Slack app (``client_id``); tokens sealed
+    with ``secret_key`` (``DIGESTBOT_SECRET_KEY``), or plain without one."""
 
-    def __init__(self, database_url: str, client_id: str) -> None:
+    def __init__(self, database_url: str, client_id: str, secret_key: str | None = None) -> None:
         self.engine = _engine(database_url)
         self.client_id = client_id
         self.store = AsyncSQLAlchemyInstallationStore(client_id, self.engine)
+        self.cipher = TokenCipher(secret_key) if secret_key else None
+        # slack_sdk reads and writes through these two tables: their token columns seal
+        # and open on the way, whatever statement slack_sdk or this class builds.
+        _token_type([self.store.installations, self.store.bots], SealedToken(self.cipher))
         self.states = OAuthStates(STATE_SECONDS, self.engine)
         self._bots = self.store.bots
+
+    async def reseal(self) -> int:
+        """Every stored token sealed with the first key (plain ones, and ones sealed with
+        an older key); how many were. A row changed meanwhile (a refresh) is left as the
+        refresh wrote it."""
+        if self.cipher is None:
+            return 0
+        count = 0
+        for table in (self.store.installations, self.store.bots):
+            names = [n for n in TOKEN_COLUMNS if n in table.c]
+            raw = sa.table(table.name, sa.column("id"), *(sa.column(n, sa.Text) for n in names))
+            async with self.engine.begin() as conn:
+                for row in (await conn.execute(sa.select(raw))).mappings().all():
+                    count += await self._reseal_row(conn, raw, row, names)
+        return count
+
+    async def _reseal_row(
+        self, conn: AsyncConnection, raw: Any, row: Any, names: list[str]
+    ) -> int:
+        assert self.cipher is not None
+        values = {n: self.cipher.fresh(row[n]) for n in names if row[n] is not None}
+        values = {n: v for n, v in values.items() if v is not None}
+        if not values:
+            return 0
+        same = [raw.c[n] == row[n] for n in values]
+        await conn.execute(sa.update(raw).where(raw.c.id == row["id"], *same).values(values))
+        return len(values)
 
     async def bot(self, team_id: str) -> Bot | None:
         return await self.store.async_find_bot(enterprise_id=None, team_id=team_id)
@@ -153,16 +201,19 @@ class Installations:
             ),
         }
         await conn.execute(sa.update(self._bots).where(self._bots.c.id == row_id).values(values))
+        # The installations that carried the old token: compared opened (a sealed token
+        # is different each time it is sealed).
         i = self.store.installations.c
-        await conn.execute(
-            sa.update(self.store.installations)
-            .where(
-                i.client_id == self.client_id,
-                i.team_id == old.team_id,
-                i.bot_token == old.bot_token,
+        rows = await conn.execute(
+            sa.select(i.id, i.bot_token).where(
+                i.client_id == self.client_id, i.team_id == old.team_id
             )
-            .values(values)
         )
+        ids = [r.id for r in rows if r.bot_token == old.bot_token]
+        if ids:
+            await conn.execute(
+                sa.update(self.store.installations).where(i.id.in_(ids)).values(values)
+            )
 
     async def delete_team(self, team_id: str) -> None:
         """Forget a team's installations and bots (it uninstalled, or revoked the token)."""

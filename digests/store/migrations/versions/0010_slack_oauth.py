@@ -25,10 +25,10 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    for table in oauth_tables(sa.MetaData()):
+    for table in oauth_tables(sa.MetaData(), as_in_0010=True):
         table.create(op.get_bind())
 
 
 def downgrade() -> None:
-    for table in reversed(oauth_tables(sa.MetaData())):
+    for table in reversed(oauth_tables(sa.MetaData(), as_in_0010=True)):
         table.drop(op.get_bind())
