@@ -12,6 +12,7 @@ import resource
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -84,15 +85,22 @@ def _answered(sock: socket.socket) -> bool:
 
 def test_a_request_in_progress_outlives_the_header_timeout(quick_server: AppServer) -> None:
     # Headers complete, body slow: the body has its own limit (10 s, then 408), so the
-    # header deadline leaves the request alone.
-    sock = _connect(
-        quick_server.port,
-        b"POST /slack/events HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab",
-    )
+    # header deadline leaves the request alone. A half-request opened beside it shows the
+    # deadline has passed for both.
+    stamp = str(int(time.time()))
+    head = (
+        "POST /slack/events HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+        f"X-Slack-Request-Timestamp: {stamp}\r\nX-Slack-Signature: v0={'0' * 64}\r\n\r\n"
+    ).encode()
+    slow = _connect(quick_server.port, head + b"ab")
+    half = _connect(quick_server.port, HALF)
     try:
-        wait_for(lambda: _answered_with(sock, b"HTTP/1.1 401"), what="the refusal")
+        wait_for(lambda: _closed_by_peer(half), what="the deadline to close the half-request")
+        slow.sendall(b"cd")
+        wait_for(lambda: _answered_with(slow, b"HTTP/1.1 401"), what="the refusal")
     finally:
-        sock.close()
+        slow.close()
+        half.close()
 
 
 def _answered_with(sock: socket.socket, start: bytes) -> bool:
