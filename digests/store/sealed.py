@@ -10,12 +10,14 @@ before a key was set, or without one) and is read as it is.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 from digests.errors import ConfigError, StoreError
+
+if TYPE_CHECKING:
+    from cryptography.fernet import Fernet, MultiFernet
 
 PREFIX = "fernet:"
 
@@ -24,10 +26,14 @@ class TokenCipher:
     """Seals and opens tokens with the keys of ``DIGESTBOT_SECRET_KEY``."""
 
     def __init__(self, keys: str) -> None:
+        # Imported only with a key: OpenSSL's bindings add ~7 MB to every process.
+        from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+
+        self._invalid = InvalidToken
         parts = [k.strip() for k in keys.split(",") if k.strip()]
         try:
-            self._first = Fernet(parts[0]) if parts else None
-            self._fernet = MultiFernet([Fernet(k) for k in parts])
+            self._first: Fernet | None = Fernet(parts[0]) if parts else None
+            self._fernet: MultiFernet = MultiFernet([Fernet(k) for k in parts])
         except (ValueError, TypeError) as exc:
             raise ConfigError(
                 "DIGESTBOT_SECRET_KEY must be Fernet keys (32 url-safe base64 bytes each, "
@@ -44,7 +50,7 @@ class TokenCipher:
             try:
                 self._first.decrypt(stored[len(PREFIX) :].encode("ascii"))
                 return None
-            except InvalidToken:
+            except self._invalid:
                 pass
         return self.seal(self.open(stored))
 
@@ -53,7 +59,7 @@ class TokenCipher:
             return stored
         try:
             return self._fernet.decrypt(stored[len(PREFIX) :].encode("ascii")).decode()
-        except (InvalidToken, UnicodeError) as exc:
+        except (self._invalid, UnicodeError) as exc:
             raise StoreError(
                 "a stored Slack token does not open with DIGESTBOT_SECRET_KEY: the key it "
                 "was sealed with is not among its keys"
