@@ -13,8 +13,7 @@ import pytest
 
 from bot.delivery import Deliverer
 from bot.ingest import storable
-from bot.pipeline import store_episodes
-from bot.poll import run_once
+from bot.pipeline import run_once, store_episodes
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.extract import build_episodes
 from digests.models import Episode
