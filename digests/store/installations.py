@@ -35,7 +35,7 @@ STATE_SECONDS = 600
 
 Refresh = Callable[[Bot], Awaitable[Bot | None]]
 # The columns that hold a token: sealed when DIGESTBOT_SECRET_KEY is set (digests.store.sealed),
-# so TEXT (migration 0026), not slack_sdk's VARCHAR(200), which a sealed token outgrows.
+# so TEXT (migration 0027), not slack_sdk's VARCHAR(200), which a sealed token outgrows.
 TOKEN_COLUMNS = ("bot_token", "bot_refresh_token", "user_token", "user_refresh_token")
 
 

@@ -1,8 +1,8 @@
 """Slack token columns TEXT: a token sealed with DIGESTBOT_SECRET_KEY (Fernet, base64) is
 about twice as long as the token, past slack_sdk's VARCHAR(200).
 
-Revision ID: 0026
-Revises: 0025
+Revision ID: 0027
+Revises: 0026
 Create Date: 2026-12-06
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0026"
-down_revision: str | None = "0025"
+revision: str = "0027"
+down_revision: str | None = "0026"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
