@@ -5,17 +5,20 @@ and hands the messages to the deliverer, like the weekly recap (``bot.recap``).
 
 Exactly once: a channel's digest of a local day is a ``Delivery`` of kind ``"daily"`` keyed
 by the day (``2026-10-25``), so the ledger makes restarts, retries, catch-ups and a second
-clock post it at most once. One job (``DAILY_JOB_ID``) looks every ``CHECK_SECONDS`` for
-channels whose time has come: the latest digest time at or before now, when that is within
-``DAILY_GRACE`` (a clock down at 17:00 posts when it is back that evening; one back the next
-morning waits for that day's). Who gets it: the subscriptions made by then. A day without
-matching episodes posts nothing and leaves no row.
+clock post it at most once; one a dead clock left unfinished is the other clock's recovery
+sweep's (:func:`recoverable_dailies`, ``bot.sweeper``) as well as this job's next look.
+One job (``DAILY_JOB_ID``) looks every ``CHECK_SECONDS`` for channels whose time has come:
+the latest digest time at or before now, when that is within ``DAILY_GRACE`` (a clock down
+at 17:00 posts when it is back that evening; one back the next morning waits for that
+day's). Who gets it: the subscriptions made by then. A day without matching episodes posts
+nothing and leaves no row.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -37,7 +40,7 @@ from digests.render import Renderer
 from digests.render.daily import catch_up_title, render_daily
 from digests.store import Store
 from digests.store.ledger import Ledger
-from digests.types import LedgerState, Subscription
+from digests.types import Ident, LedgerState, Subscription
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -143,6 +146,20 @@ def daily_deliveries(
         message = render_daily(episodes, renderer, shows=shows, day=d.day)
         out.append(Delivery(d.team_id, d.channel_id, "daily", d.key, message))
     return catch_ups + out
+
+
+def recoverable_dailies(
+    settings: Settings,
+    store: Store,
+    deliverer: Deliverer,
+    renderer: Renderer,
+    now: datetime,
+    idents: AbstractSet[Ident],
+) -> list[Delivery]:
+    """The daily digests and catch-ups of ``idents`` (rows a dead clock left) as the job at
+    ``now`` would make them; one no longer due gets none, as the job would post none."""
+    items = daily_deliveries(settings, store, deliverer, renderer, now)
+    return [i for i in items if i.ident in idents]
 
 
 def catch_up_deliveries(

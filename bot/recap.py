@@ -17,7 +17,11 @@ digests here and gets its first recap next week.
 
 Exactly once: each channel's recap is a ``Delivery`` of kind ``"recap"`` keyed
 ``"<year>-W<ww>"``, so the ledger makes restarts, retries, catch-ups and a second clock
-post it at most once. Missed runs: APScheduler keeps jobs in memory, so a clock that was
+post it at most once. The job runs once at its time, so a recap the clock posting it left
+unfinished (killed mid fan-out) is the other clock's recovery sweep's
+(:func:`recoverable_recaps`, ``bot.sweeper``): at least once, without waiting for a start.
+
+Missed runs: APScheduler keeps jobs in memory, so a clock that was
 down at 09:00 would never see the misfire; the job is therefore added with its
 ``next_run_time`` set to the latest scheduled time when that is within ``RECAP_GRACE``
 (APScheduler runs it at start), else to the next one (a week-old recap is noise, and so
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime, timedelta
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -46,7 +51,7 @@ from config.settings import Settings
 from digests.recap import week_of
 from digests.render import Renderer
 from digests.store import Store
-from digests.types import Subscription
+from digests.types import Ident, Subscription
 
 __all__ = [
     "RECAP_GRACE",
@@ -58,6 +63,7 @@ __all__ = [
     "recap_deliveries",
     "recap_job",
     "recap_trigger",
+    "recoverable_recaps",
     "week_message",
 ]
 
@@ -191,6 +197,35 @@ async def post_recaps(
         len(report.failed),
     )
     return report
+
+
+def recoverable_recaps(
+    settings: Settings,
+    store: Store,
+    renderer: Renderer,
+    now: datetime,
+    idents: AbstractSet[Ident],
+    *,
+    grace: timedelta = RECAP_GRACE,
+) -> list[Delivery]:
+    """The recaps of ``idents`` (rows a dead clock left) as the job at ``now`` would make
+    them: the week it covers, the channels subscribed when it was due. A row of another
+    week, or one past ``grace`` (the job would not post it late either), gets none."""
+    due = last_fire_time(settings, now)
+    if now - due > grace:
+        return []
+    year, week = covered_week(settings, now)
+    items = recap_deliveries(
+        settings,
+        store,
+        renderer,
+        year=year,
+        week=week,
+        channels=sorted({channel for _, channel, _, _ in idents}),
+        subscribed_by=due,
+        now=now,
+    )
+    return [i for i in items if i.ident in idents]
 
 
 def recap_job(

@@ -8,7 +8,8 @@ after a restart, so restarting a clock never hammers a feed that asked for quiet
 
 A ``sweep`` job (every ``SWEEP_SECONDS``, and at start-up) delivers what a dead clock or a
 crashed run left unfinished (:class:`bot.sweeper.Sweeper`): with two clocks, the one that did
-not poll a show is the one that finishes its fan-out when the other dies.
+not poll a show is the one that finishes its fan-out when the other dies — the weekly
+recap's and the daily digests' too.
 """
 
 from __future__ import annotations
@@ -262,7 +263,9 @@ class Clock:
         self.added = wanted
 
     def _add_sweep(self, seconds: float) -> None:
-        sweeper = self._sweeper = Sweeper(self.settings, self.store, self.deliverer, self.renderer)
+        sweeper = self._sweeper = Sweeper(
+            self.settings, self.store, self.deliverer, self.renderer, clock=self.now
+        )
 
         async def sweep() -> None:
             self._track()

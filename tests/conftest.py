@@ -84,6 +84,7 @@ _GROUPS: dict[str, str] = {
     "test_delivery_processes.py": "real-processes",
     "test_processes.py": "real-processes",
     "test_serve_two_processes.py": "real-processes",
+    "test_clock_kills.py": "real-processes",
 }
 
 

@@ -21,7 +21,7 @@ from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_JOB_MISSED, JobExecutio
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.delivery import Deliverer
-from bot.outbox import SlackOutbox
+from bot.outbox import SlackOutbox, metadata_for
 from bot.recap import (
     RECAP_JOB_ID,
     build_recap,
@@ -33,13 +33,16 @@ from bot.recap import (
     recap_trigger,
     week_message,
 )
+from bot.sweeper import Sweeper
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.models import Episode
 from digests.recap import week_bounds
 from digests.render import Renderer
 from digests.store import Store
+from digests.store.ledger import Ledger
 from digests.store.schema import subscriptions
 from tests.fixtures.delivery import copies, slack_outbox
+from tests.fixtures.ledger import seed_row
 from tests.fixtures.recap import episode, pr, sample_week
 from tests.fixtures.store import pause_channel
 from tests.slackfake import SlackFake
@@ -596,3 +599,43 @@ async def test_recap_job_adds_one_cron_job_in_the_configured_zone() -> None:
         assert (job.coalesce, job.max_instances) == (True, 1)
     finally:
         scheduler.shutdown(wait=False)
+
+
+async def test_the_sweep_finishes_the_recaps_a_dead_clock_left(
+    filled: Store, settings: Settings, slack_fake: SlackFake, deliverers: Deliverers
+) -> None:
+    """A recap job runs once at its time: what a clock killed mid fan-out left (a row it
+    planned, one it claimed whose post landed) is the recovery sweep's, once; a past week's
+    orphan is not posted late."""
+    for channel in ("C1", "C2"):
+        backdate(filled, channel, datetime(2026, 10, 1, tzinfo=UTC))
+    seed_row(filled, "C1", key="2026-W41", team=TEAM, kind="recap", state="pending")
+    seed_row(filled, "C2", key="2026-W41", team=TEAM, kind="recap")
+    seed_row(filled, "C2", key="2026-W40", team=TEAM, kind="recap", state="pending")
+    outbox = slack_outbox(slack_fake)
+    deliverers.outboxes.append(outbox)
+    await outbox.post("C2", {"text": "W41"}, metadata=metadata_for("2026-W41", "recap", "digest"))
+    d = deliverer(deliverers, filled, slack_fake)
+    sweeper = Sweeper(
+        settings,
+        filled,
+        d,
+        Renderer(tz=settings.tz),
+        clock=lambda: MONDAY_0900 + timedelta(minutes=5),
+    )
+
+    report = await sweeper.sweep()
+
+    assert [i[1:] for i in report.posted] == [("C1", "recap", "2026-W41")]
+    assert [i[1:] for i in report.recovered] == [("C2", "recap", "2026-W41")]
+    calls = len(slack_fake.calls)
+    assert (await sweeper.sweep()).posted == [] and len(slack_fake.calls) == calls
+    for channel in ("C1", "C2"):
+        assert copies(slack_fake, channel, "2026-W41") == 1
+    assert copies(slack_fake, "C2", "2026-W40") == 0
+    rows = {(r.channel_id, r.key): r.state for r in Ledger.for_store(filled).all_rows()}
+    assert rows == {
+        ("C1", "2026-W41"): "posted",
+        ("C2", "2026-W41"): "posted",
+        ("C2", "2026-W40"): "pending",
+    }

@@ -1,0 +1,277 @@
+"""A weekly recap and a daily digest survive a clock SIGKILLed while posting them.
+
+Two real ``digestbot clock`` processes on one PostgreSQL schema, the Slack fake slow enough
+that a fan-out to many channels takes seconds. Both clocks post the recap (due two minutes
+ago: their start-up catch-up) or the daily digest (their start-up check); one is killed at
+a point of it, and the survivor — not a replacement — finishes within a deadline shorter
+than the daily job's own minute: each channel gets its message exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from digests.extract import build_episodes
+from digests.parse import parse_bytes
+from digests.store import Store
+from digests.store.ledger import Ledger, LedgerRow
+from digests.store.schema import subscriptions
+from tests.feedserver import FeedServer
+from tests.fixtures.delivery import rss, rss_item
+from tests.slackfake import TEAM_ID, SlackFake
+
+pytestmark = [
+    pytest.mark.skipif(
+        not os.environ.get("DIGESTBOT_TEST_POSTGRES_URL"), reason="needs PostgreSQL"
+    ),
+    pytest.mark.parametrize("db_url", ["postgresql"], indirect=True),
+]
+
+ROOT = Path(__file__).resolve().parents[1]
+CLOCK = [sys.executable, "-m", "bot", "-v", "clock"]
+CHANNELS = 60
+# Well under the daily job's 60 s: what meets it was recovered by the survivor's sweep.
+DEADLINE = 40.0
+
+
+def write_config(path: Path, feed_url: str, due: datetime) -> Path:
+    path.write_text(
+        "\n".join(
+            [
+                'timezone = "UTC"',
+                "backfill = 0",
+                "quiet_week = true",  # an empty week still gets its recap
+                "thread_replies = false",
+                "[[shows]]",
+                'name = "PyTorch"',
+                f'feed = "{feed_url}"',
+                'repo = "pytorch/pytorch"',
+                "[schedule]",
+                "poll_minutes = 60",
+                "jitter_seconds = 0",
+                f'recap = "{due.strftime("%a %H:%M").lower()}"',
+                "sweep_seconds = 1",
+            ]
+        )
+        + "\n"
+    )
+    return path
+
+
+def env_for(db_url: str, config: Path, fake: SlackFake) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=db_url,
+        DIGESTBOT_CONFIG=str(config),
+        SLACK_BOT_TOKEN=fake.token,
+        SLACK_API_URL=fake.api_url,
+        PYTHONPATH=str(ROOT),
+        SLACK_POST_INTERVAL="1",
+    )
+    return env
+
+
+def wait_for(predicate: object, timeout: float) -> bool:
+    assert callable(predicate)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def recent_feed(due: datetime) -> bytes:
+    """Two episodes published the day the daily digest is due (older ones are archive)."""
+    items = []
+    for day in (3, 2):
+        published = format_datetime(due - timedelta(hours=day), usegmt=True)
+        items.append(
+            re.sub(r"<pubDate>[^<]*</pubDate>", f"<pubDate>{published}</pubDate>", rss_item(day))
+        )
+    return rss(*items)
+
+
+class World:
+    """The schema the clocks share, seeded as a team would have it, and what to look at."""
+
+    def __init__(self, db_url: str, fake: SlackFake, kind: str) -> None:
+        self.store = Store.open(db_url)  # opened before the clocks: reading costs a query
+        self.fake = fake
+        self.kind = kind
+        self.channels = [f"C0{kind[:3].upper()}{n:03d}" for n in range(CHANNELS)]
+
+    def rows(self) -> list[LedgerRow]:
+        return [r for r in Ledger.for_store(self.store).all_rows() if r.kind == self.kind]
+
+    def copies(self, channel: str) -> int:
+        """Top-level messages of this kind in ``channel``."""
+        return sum(
+            1
+            for m in self.fake.messages(channel)
+            if not m.get("thread_ts")
+            and (m.get("metadata") or {}).get("event_payload", {}).get("kind") == self.kind
+        )
+
+    def landed(self) -> int:
+        return sum(1 for c in self.channels if self.copies(c))
+
+
+def seed(world: World, feed: bytes, feed_url: str, due: datetime) -> None:
+    """The channels, subscribed a day before the message was due; for the daily digest,
+    two episodes that arrived in its window."""
+    store, now = world.store, datetime.now(UTC)
+    store.ensure_show("PyTorch", feed_url, "pytorch/pytorch")
+    for channel in world.channels:
+        if world.kind == "recap":
+            store.subscribe(TEAM_ID, channel, "PyTorch")
+        else:
+            store.subscribe(
+                TEAM_ID, channel, "PyTorch", recap=False, daily_at=due.strftime("%H:%M")
+            )
+    with store.engine.begin() as conn:
+        conn.execute(sa.update(subscriptions).values(created_at=now - timedelta(days=1)))
+    if world.kind == "daily":
+        episodes = build_episodes(parse_bytes(feed, feed_url), "PyTorch", "pytorch/pytorch")
+        store.upsert_episodes(episodes, due - timedelta(hours=1))
+
+
+class ClockProcess:
+    """A ``digestbot -v clock``, its log read as it comes (a full pipe would stall it)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            CLOCK,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.pid = self.proc.pid
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    def logged(self, text: str) -> bool:
+        return any(text in line for line in list(self.lines))
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def stop(self) -> int:
+        self.signal(signal.SIGCONT)
+        self.signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self._reader.join(timeout=10)
+        return code
+
+
+@pytest.fixture
+def clocks() -> Iterator[list[ClockProcess]]:
+    started: list[ClockProcess] = []
+    try:
+        yield started
+    finally:
+        for clock in started:
+            clock.stop()
+
+
+def owners(world: World) -> set[int]:
+    return {int(r.owner.split(":")[1]) for r in world.rows() if r.owner}
+
+
+@pytest.mark.parametrize("kind", ["recap", "daily"])
+@pytest.mark.parametrize("point", ["before-claiming", "mid-fan-out", "after-last-post"])
+def test_a_clock_killed_at_any_point_leaves_each_channel_one_message(
+    db_url: str,
+    slack_fake: SlackFake,
+    feed_server: FeedServer,
+    tmp_path: Path,
+    clocks: list[ClockProcess],
+    kind: str,
+    point: str,
+) -> None:
+    """The victim starts alone and is frozen (SIGSTOP) at the point; the survivor starts,
+    runs its own job, which finds the victim's rows held by a live clock, and only then
+    is the victim SIGKILLed: what is left is for the survivor to find by itself."""
+    due = (datetime.now(UTC) - timedelta(minutes=2)).replace(second=0, microsecond=0)
+    # The recap's channels get no episode digests beside it: an empty week is enough.
+    feed = recent_feed(due) if kind == "daily" else rss()
+    url = feed_server.route("/feed.xml", feed, etag='"v1"')
+    world = World(db_url, slack_fake, kind)
+    try:
+        seed(world, feed, url, due)
+        env = env_for(db_url, write_config(tmp_path / "digestbot.toml", url, due), slack_fake)
+        # 60 channels, 20 calls at once, half a second each: seconds of fan-out.
+        slack_fake.latency = 0.5
+        victim = ClockProcess(env)
+        clocks.append(victim)
+        if point == "before-claiming":
+            victim.signal(signal.SIGSTOP)  # before it could run any job
+        else:
+            enough = 10 if point == "mid-fan-out" else CHANNELS
+            landed = wait_for(lambda: world.landed() >= enough, timeout=90)
+            victim.signal(signal.SIGSTOP)
+            assert landed, victim.lines[-20:]
+        at_stop = world.landed()
+        unfinished = {r.id for r in world.rows() if r.state != "posted"}
+        if point == "mid-fan-out":
+            assert unfinished and at_stop < CHANNELS, "the fan-out was over at the stop"
+        assert owners(world) <= {victim.pid}
+
+        survivor = ClockProcess(env)
+        clocks.append(survivor)
+        # Its own job has run (the log line comes after its delivery): a recap job runs
+        # once, a daily one every minute, so what it did not post now is left to recovery.
+        # (A daily job with nothing unfinished to offer delivers nothing and says nothing.)
+        report = f"INFO bot.{kind}: " if unfinished or kind == "recap" else "clock started"
+        assert wait_for(lambda: survivor.logged(report), timeout=90), survivor.lines[-20:]
+        victim.signal(signal.SIGKILL)
+        victim.proc.wait(timeout=10)
+        killed = time.monotonic()
+        assert survivor.proc.poll() is None
+
+        assert wait_for(
+            lambda: world.landed() == CHANNELS and {r.state for r in world.rows()} == {"posted"},
+            timeout=DEADLINE,
+        ), ({c: world.copies(c) for c in world.channels}, Counter(r.state for r in world.rows()))
+        assert time.monotonic() - killed < DEADLINE
+        time.sleep(1.5)  # a second sweep or a straggler would double something now
+        copies = {c: world.copies(c) for c in world.channels}
+        rows = world.rows()
+        everyone = owners(world)
+    finally:
+        world.store.close()
+    assert copies == dict.fromkeys(world.channels, 1)
+    assert len(rows) == CHANNELS and {r.state for r in rows} == {"posted"}
+    # What the dead clock left, the survivor finished: those rows are the survivor's.
+    left = {r.owner for r in rows if r.id in unfinished}
+    assert all(f":{survivor.pid}:" in str(owner) for owner in left), left
+    if point == "before-claiming":
+        assert everyone == {survivor.pid}
