@@ -20,8 +20,9 @@ class PollResult:
 
     show: str
     # failed: the feed (counted, backed off); error: ours (store, template); busy: another
-    # clock is polling it right now.
-    status: Literal["ok", "not_modified", "failed", "error", "busy"]
+    # clock is polling it right now; not_due: another clock polled it within its interval
+    # (``state`` is that poll's, its ``next_poll_at`` the show's next poll).
+    status: Literal["ok", "not_modified", "failed", "error", "busy", "not_due"]
     # What the feed holds now, as read (empty when not modified): not the items the parse
     # skipped because their bytes hash as stored ones — those are unchanged.
     episodes: tuple[Episode, ...] = ()

@@ -102,16 +102,23 @@ async def poll_show(
     *,
     parse_gate: asyncio.Semaphore | None = None,
     book: PollBook | None = None,
+    only_due: bool = False,
 ) -> PollResult:
     """Phases 1–4 for one show: fetch, parse, extract and store its feed; record how it went.
 
     ``parse_gate`` bounds the parses at once (see ``bot.ingest``); ``book``, the cycle's
-    fetch states, read already and (a 304's) written later (``bot.poll_state``)."""
+    fetch states, read already and (a 304's) written later (``bot.poll_state``).
+    ``only_due`` (the clock's polls, read under the show's lock): a show whose stored next
+    poll is later than ``now`` is not fetched (``not_due``)."""
     known = book.state(show.name) if book is not None else None
     if known is None:
         # The store is synchronous: its calls run in a thread so fetches keep flowing.
         known = await asyncio.to_thread(store.poll_state, show.name)
     before, inputs = known
+    if only_due and before.next_poll_at is not None and before.next_poll_at > now:
+        # Another clock polled it since this one last did: the show lock keeps two polls
+        # from overlapping, this keeps a second one from following the first.
+        return PollResult(show.name, "not_due", state=before)
     request = FeedRequest(
         settings.feed_location(show),
         feed_cap(settings, show),  # added from Slack: their own cap and public addresses only
@@ -232,6 +239,7 @@ class Cycle:
     parse_gate: asyncio.Semaphore
     unfinished: frozenset[str | None] = frozenset()  # shows with ledger rows still owed
     book: PollBook | None = None
+    only_due: bool = False  # the clock's: a show polled within its interval is skipped
 
     async def show(self, show: ShowConfig) -> ShowPlan:
         """Phases 1–6 for one show, within the gate and under its lock (PostgreSQL)."""
@@ -263,7 +271,10 @@ class Cycle:
                 self.now,
                 parse_gate=self.parse_gate,
                 book=self.book,
+                only_due=self.only_due,
             )
+            if poll.status == "not_due":
+                return ShowPlan(poll)  # the clock that polled it planned and delivered
             stopped = tuple(self.deliverer.stopped_teams)
             ledger = self.deliverer.ledger
             owed = self.unfinished
@@ -295,12 +306,14 @@ async def run_once(
     poll_gate: asyncio.Semaphore | None = None,
     parse_gate: asyncio.Semaphore | None = None,
     github: GitHubClient | None = None,
+    only_due: bool = False,
 ) -> RunReport:
     """Poll every configured show (or ``shows``), decide, and deliver; one cycle.
 
     ``poll_gate`` bounds the shows in flight and ``parse_gate`` the feeds parsed at once; the
     scheduler shares one of each across its jobs, and one ``github`` client (else the cycle
-    makes its own when GitHub is enabled).
+    makes its own when GitHub is enabled). ``only_due``: skip the shows whose stored next
+    poll has not come (the clock's jobs; ``run --once`` polls every show when asked).
     """
     own = deliverer is None
     deliverer = deliverer or Deliverer.of(settings, store, outbox)
@@ -322,6 +335,7 @@ async def run_once(
         cycle = Cycle(
             settings, store, http_client, now, deliverer, renderer,
             poll_gate or poll_limit(ledger), parse_gate or parse_limit(), unfinished, book,
+            only_due,
         )  # fmt: skip
         plans = await asyncio.gather(*(cycle.show(s) for s in shows))
         await finish_polls(store, book)  # before delivery: record_notices writes after it

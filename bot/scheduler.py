@@ -4,7 +4,10 @@ One job per show (id ``poll:<show>``), on an interval of ``poll_minutes`` with j
 ``coalesce`` and ``max_instances=1``; after every run the job's next run is moved to the
 show's stored ``next_poll_at`` — the backoff of a failing feed, or the feed's own
 ``Retry-After``/``Cache-Control`` — plus jitter. The stored time also decides the first run
-after a restart, so restarting a clock never hammers a feed that asked for quiet.
+after a restart, so restarting a clock never hammers a feed that asked for quiet. It is
+every clock's: a job that fires before it (another clock polled the show since) fetches
+nothing and moves to it (``run_once(only_due=True)``), so each show is polled once per
+interval however many clocks run; the show lock only keeps two polls from overlapping.
 
 A ``sweep`` job (every ``SWEEP_SECONDS``, and at start-up) delivers what a dead clock or a
 crashed run left unfinished (:class:`bot.sweeper.Sweeper`): with two clocks, the one that did
@@ -202,6 +205,7 @@ class Clock:
                 poll_gate=self._gate,
                 parse_gate=self._parse_gate,
                 github=self.github.client(),
+                only_due=True,
             )
         except StoreError as exc:  # our database: one line, the next interval tries again
             log.error("poll of %s failed: %s", show.name, exc)

@@ -85,6 +85,7 @@ _GROUPS: dict[str, str] = {
     "test_processes.py": "real-processes",
     "test_serve_two_processes.py": "real-processes",
     "test_clock_kills.py": "real-processes",
+    "test_clock_polls.py": "real-processes",
 }
 
 
