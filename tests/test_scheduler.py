@@ -297,3 +297,36 @@ async def test_stopping_while_slack_is_down_ends_the_clock_quietly(
     assert not clock.done()
     stop.set()
     await asyncio.wait_for(clock, 30)  # returns, no exception
+
+
+async def test_a_show_another_clock_polled_within_its_interval_is_not_fetched(
+    store: Store, slack_fake: SlackFake, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    url = feed_server.route("/feed.xml", rss(rss_item(3)))
+    settings = settings_for(("PyTorch", url))
+    store.ensure_show("PyTorch", url, "pytorch/pytorch")
+    # Another clock's poll ten seconds ago: its next is the show's next.
+    theirs = NOW + timedelta(minutes=15) - timedelta(seconds=10)
+    store.save_fetch_state(
+        "PyTorch",
+        replace(store.fetch_state("PyTorch"), last_polled_at=NOW - timedelta(seconds=10),
+                next_poll_at=theirs),
+    )  # fmt: skip
+    now = [NOW]
+    reports: list[RunReport] = []
+    outbox = slack_outbox(slack_fake)
+    clock = Clock(settings, store, outbox, http, now=lambda: now[0], on_report=reports.append)
+    try:
+        job = clock.scheduler.get_job("poll:PyTorch")
+        await job.func()
+        assert [p.status for p in reports[-1].polls] == ["not_due"]
+        assert feed_server.requests_to("/feed.xml") == []
+        assert clock.scheduler.get_job("poll:PyTorch").next_run_time == theirs
+        now[0] = theirs
+        await job.func()
+        assert [p.status for p in reports[-1].polls] == ["ok"]
+        assert len(feed_server.requests_to("/feed.xml")) == 1
+        assert store.fetch_state("PyTorch").next_poll_at == theirs + timedelta(minutes=15)
+    finally:
+        await clock.deliverer.aclose()
+        await outbox.close()
