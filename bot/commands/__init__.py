@@ -107,10 +107,13 @@ def answer(text: str, deps: Deps, invocation: Invocation, *, for_share: bool = F
     if isinstance(command, model.Week):
         # Pin the week now, so a reply shared next Monday still shows the week it showed.
         command = week.resolve_week(command, deps, invocation)
-    changed = _change(command, deps, invocation)
-    if changed is not None:  # never shared; announced when it changed something
-        return Answer(changed[0], command, announce=changed[1])
-    reply = run_command(command, deps, invocation)
+    try:
+        changed = _change(command, deps, invocation)
+        if changed is not None:  # never shared; announced when it changed something
+            return Answer(changed[0], command, announce=changed[1])
+        reply = run_command(command, deps, invocation)
+    except model.CommandError as exc:  # an argument only the data shows is bad (`follow 5012`)
+        return Answer(error_reply(exc), command)
     if not shareable or is_empty(reply):
         return Answer(reply, command)
     share = unparse(command)

@@ -1,0 +1,43 @@
+"""Commands in a workspace with several shows of different repositories, through signed
+requests to the real app: what a bare PR number or a show name means when the channel's
+shows point to several places."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from config.settings import ShowConfig
+from digests.store import Store
+from tests.fixtures.app import SlackSender, make_settings
+from tests.fixtures.control import Clock, app_with_clock, reply_lines
+from tests.slackfake import SlackFake
+
+SHOWS = [
+    ShowConfig(name="PyTorch", feed="https://episodes.example.test/pt.xml", repo="pytorch/pytorch"),
+    ShowConfig(name="JAX", feed="https://episodes.example.test/jax.xml", repo="jax-ml/jax"),
+]
+
+
+@pytest.fixture
+def sender(store: Store, slack_fake: SlackFake) -> Iterator[SlackSender]:
+    settings = make_settings(slack_fake.api_url, slack_fake.token, shows=SHOWS)
+    with app_with_clock(settings, store, slack_fake, Clock()) as sender:
+        yield sender
+
+
+def lines(sender: SlackSender, text: str) -> list[str]:
+    response = sender.slash(text)
+    assert response.status_code == 200, response.text
+    return reply_lines(response.json())
+
+
+@pytest.mark.parametrize("verb", ["follow", "unfollow"])
+def test_a_bare_pr_number_of_several_repositories_asks_which_instead_of_failing(
+    sender: SlackSender, verb: str
+) -> None:
+    reply = lines(sender, f"{verb} 5012")
+    assert not any("failed on our side" in line for line in reply), reply
+    assert "Which repository's #5012?" in reply[0]
+    assert any(line.startswith("Usage:") for line in reply), reply
