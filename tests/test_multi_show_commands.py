@@ -41,3 +41,24 @@ def test_a_bare_pr_number_of_several_repositories_asks_which_instead_of_failing(
     assert not any("failed on our side" in line for line in reply), reply
     assert "Which repository's #5012?" in reply[0]
     assert any(line.startswith("Usage:") for line in reply), reply
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("follow +", "`+` needs a word right after the +"),
+        ("follow - fsdp", "`-` needs a word right after the -"),
+        ('follow ""', "is an empty phrase"),
+    ],
+)
+def test_a_follow_with_a_bad_filter_term_says_what_is_wrong(
+    sender: SlackSender, text: str, said: str
+) -> None:
+    reply = lines(sender, text)
+    assert said in reply[0], reply
+    assert "never closed" not in reply[0]
+
+
+def test_a_follow_of_a_word_with_an_apostrophe_is_a_follow(sender: SlackSender) -> None:
+    (reply,) = lines(sender, "follow don't")
+    assert reply.startswith("Following `don't`"), reply

@@ -16,7 +16,7 @@ from datetime import date
 from typing import TypeVar
 
 from bot import messages as msg
-from bot.commands.control_parse import CONTROL_WORDS, parse_control
+from bot.commands.control_parse import CONTROL_WORDS, parse_control, read_filter
 from bot.commands.dates import parse_day, parse_week_args
 from bot.commands.model import (
     MAX_PR,
@@ -48,7 +48,7 @@ from bot.commands.model import quote_value as _quote
 from bot.commands.names import QUOTES, close_show, fold, match_show
 from bot.commands.subscribe_parse import parse_subscribe, parse_unsubscribe
 from digests.daily import DEFAULT_TIME
-from digests.filters import Filter, FilterSyntaxError
+from digests.filters import Filter
 from digests.render.escape import unescape
 
 __all__ = ["episode_link", "parse_command", "parse_pr", "subscribe_text", "unparse"]
@@ -117,10 +117,8 @@ def parse_follow_target(head: str, args: list[str], shows: Sequence[str]) -> Fol
         if (show := match_show(one, shows)) is not None:
             word = one.strip('"“”')
             raise CommandError(msg.FOLLOW_IS_A_SHOW.format(show=show, word=word), head)
-    try:
-        wanted = Filter.parse(" ".join(args))
-    except FilterSyntaxError as exc:
-        raise CommandError(msg.FILTER_OPEN_QUOTE, head) from exc
+    # As `subscribe` reads a filter: a lone sign or an apostrophe is not an unclosed quote.
+    wanted = read_filter(" ".join(args), head)
     if wanted.empty:
         raise CommandError(msg.FOLLOW_NEED, head)
     return FollowTarget(terms=wanted.terms())
