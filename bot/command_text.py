@@ -24,7 +24,17 @@ def subscribe_keywords(keywords: Sequence[str]) -> str:
     return f"keywords: {' '.join(args)}" if keywords else ""
 
 
-def subscribe_args(show: str, keywords: Sequence[str] = ()) -> str:
+# Bare, these words after a show are read as subscribe's own (`daily 9:30`, `recap off`).
+_SUBSCRIBE_WORDS = frozenset({"daily", "recap", "keywords:"})
+
+
+def subscribe_args(show: str, keywords: Sequence[str] = (), shows: Sequence[str] = ()) -> str:
     """The arguments of the ``subscribe`` that makes exactly this subscription (without
-    the ``subscribe``): ``parse_command`` reads them back to the same show and keywords."""
+    the ``subscribe``): ``parse_command`` reads them back to the same show and keywords.
+
+    A keyword that is a word of one of ``shows`` or one of subscribe's own words would be
+    read as a show or a mode: then every keyword goes after ``keywords:``."""
+    reserved = _SUBSCRIBE_WORDS | {w.casefold() for name in shows for w in name.split()}
+    if any(k.casefold() in reserved for k in keywords):
+        return f"{command_arg(show)} {subscribe_keywords(keywords)}"
     return " ".join(command_arg(arg) for arg in (show, *keywords))

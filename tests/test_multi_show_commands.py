@@ -8,9 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from bot.commands.parse import Subscribe, parse_command
 from config.settings import ShowConfig
+from digests.models import Episode
 from digests.store import Store
-from tests.fixtures.app import SlackSender, make_settings
+from tests.fixtures.app import APP_NOW, SlackSender, make_settings
 from tests.fixtures.control import Clock, app_with_clock, reply_lines
 from tests.slackfake import SlackFake
 
@@ -62,3 +64,35 @@ def test_a_follow_with_a_bad_filter_term_says_what_is_wrong(
 def test_a_follow_of_a_word_with_an_apostrophe_is_a_follow(sender: SlackSender) -> None:
     (reply,) = lines(sender, "follow don't")
     assert reply.startswith("Following `don't`"), reply
+
+
+@pytest.mark.parametrize(
+    ("text", "footer"),
+    [
+        # Bare, "JAX" would subscribe to a second show and "daily" switch to daily mode.
+        ("preview PyTorch JAX", "`/episodes subscribe PyTorch keywords: JAX`"),
+        ("preview PyTorch daily", '`/episodes subscribe PyTorch keywords: "daily"`'),
+        ("preview PyTorch fsdp -rocm", "`/episodes subscribe PyTorch fsdp -rocm`"),
+    ],
+)
+def test_the_preview_footer_subscribes_to_the_filter_it_previewed(
+    sender: SlackSender, store: Store, text: str, footer: str
+) -> None:
+    store.upsert_episodes(
+        [
+            Episode(
+                guid="e1",
+                show="PyTorch",
+                title="PyTorch: FSDP",
+                headline="FSDP",
+                summary="fsdp news",
+                published_at=APP_NOW,
+            )
+        ],
+        APP_NOW,
+    )
+    reply = lines(sender, text)
+    assert footer in reply[-1], reply
+    typed = footer.strip("`").removeprefix("/episodes ").replace("&quot;", '"')
+    again = parse_command(typed, [s.name for s in SHOWS], today=APP_NOW.date())
+    assert again == Subscribe("PyTorch", keywords=tuple(text.split()[2:]))

@@ -78,7 +78,7 @@ def preview(command: Preview, deps: Deps, invocation: Invocation) -> Message:
     lines = [episode_line(e, c, chosen, deps) for e, c in checks]
     for start in range(0, len(lines), LINES_PER_SECTION):
         blocks.append(section("\n".join(lines[start : start + LINES_PER_SECTION])))
-    args = escape.mrkdwn(" ".join(filter(None, (msg.command_arg(command.show), chosen.unparse()))))
+    args = escape.mrkdwn(msg.subscribe_args(command.show, chosen.terms(), deps.shows))
     blocks.append(context(_footer(command.show, chosen, episodes, args, deps, invocation)))
     # The fallback text is one line: the title needs its full stop there, not in the blocks.
     return message(msg.PREVIEW_TEXT.format(title=title, summary=summary), blocks)
