@@ -61,15 +61,16 @@ class SlackProbe:
     def __init__(self, call: Callable[[], Awaitable[Any]] | None) -> None:
         self.call = call
         self.accepted = call is None
+        self.detail = "no bot token" if call is None else "credentials accepted"
 
     def accept(self) -> None:
         """Someone else saw Slack accept the token (the clock's start-up auth.test)."""
         self.accepted = True
+        self.detail = "credentials accepted"
 
     async def __call__(self) -> tuple[bool, str]:
         if self.accepted:
-            detail = "credentials accepted" if self.call is not None else "no bot token"
-            return True, detail
+            return True, self.detail
         assert self.call is not None
         try:
             await self.call()

@@ -10,9 +10,11 @@ import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.metrics import Metrics, StoreCollector
+from bot.ops import ProcessOps
 from bot.readiness import SlackProbe, database_probe, flag_probe
 from bot.server import ops_app
 from digests.store import Store
+from tests.fixtures.app import make_settings
 
 
 async def _get(app: Any, path: str) -> httpx.Response:
@@ -93,3 +95,14 @@ async def test_metrics_answer_when_the_store_does_not(store: Store) -> None:
     names = {f.name for f in text_string_to_metric_families(response.text)}
     assert "digestbot_ledger_rows" not in names and "digestbot_deliveries" in names
     assert (await _get(app, "/readyz")).status_code == 404  # not asked for: no route
+
+
+async def test_a_clock_whose_token_slack_accepted_at_start_says_so_not_no_token() -> None:
+    """The clock's start-up auth.test accepts the token: /readyz must not say there is none."""
+    with_token = ProcessOps(make_settings("http://127.0.0.1:9/api/", "xoxb-test"), clock=True)
+    with_token.slack_accepted()
+    assert with_token.slack is not None
+    assert await with_token.slack() == (True, "credentials accepted")
+    without = ProcessOps(make_settings("http://127.0.0.1:9/api/", ""), clock=True)
+    assert without.slack is not None
+    assert await without.slack() == (True, "no bot token")
