@@ -96,3 +96,18 @@ def test_the_preview_footer_subscribes_to_the_filter_it_previewed(
     typed = footer.strip("`").removeprefix("/episodes ").replace("&quot;", '"')
     again = parse_command(typed, [s.name for s in SHOWS], today=APP_NOW.date())
     assert again == Subscribe("PyTorch", keywords=tuple(text.split()[2:]))
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ("subscribe JAX recap off", "Its weekly recap is now off."),
+        ("subscribe JAX daily off", "It is back to a digest per episode"),
+    ],
+)
+def test_a_subscribe_that_changes_only_the_recap_or_the_mode_says_so(
+    sender: SlackSender, change: str, said: str
+) -> None:
+    lines(sender, "subscribe JAX daily 17:00")
+    reply = lines(sender, change)
+    assert said in reply[0], reply

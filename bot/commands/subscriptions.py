@@ -148,6 +148,10 @@ def _subscribe_one(
         )
     if before is not None and before.paused:
         changes.append(msg.SUBSCRIBE_RESUMES.format(reason=pause_reason(before.paused_reason)))
+    if before is not None and before.recap != sub.recap:
+        changes.append(msg.SUBSCRIBE_RECAP_NOW_ON if sub.recap else msg.SUBSCRIBE_RECAP_NOW_OFF)
+    if before is not None and before.daily_at and not sub.daily_at:
+        changes.append(msg.SUBSCRIBE_NOW_PER_EPISODE)
     return before, sub, changes
 
 

@@ -45,6 +45,10 @@ REPLACES_RULE = "It replaces the earlier filter ({rule})."
 REPLACES_EXCEPT = "It replaces the earlier filter (everything except {terms})."
 REPLACES_NO_FILTER = "It replaces the earlier subscription to every *{show}* episode."
 SUBSCRIBE_RESUMES = "It had been paused ({reason}) and is active again."
+# What else changed in a subscription the channel had (its filter's change is said above).
+SUBSCRIBE_RECAP_NOW_ON = "Its weekly recap is now on."
+SUBSCRIBE_RECAP_NOW_OFF = "Its weekly recap is now off."
+SUBSCRIBE_NOW_PER_EPISODE = "It is back to a digest per episode (no more daily digest)."
 FROM_CONFIG_REMOVE = (
     "It was set in the config file: it stays off after restarts, but remove the channel "
     "from the config file to drop it for good."
