@@ -169,6 +169,7 @@ async def poll_show(
         state=after,
         notice=feed_notice(show.name, before, after),
         inputs=inputs,
+        lenient=bool(read.lenient),
     )
 
 

@@ -14,8 +14,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 
+from bot.pipeline import poll_show
+from config.settings import ShowConfig
+from digests.store import Store
+from tests.feedserver import FeedServer
+from tests.fixtures.app import make_settings
 from tests.fixtures.cli import run_cli
 from tests.fixtures.control import CHANNEL, START, Rig
 
@@ -330,3 +336,19 @@ async def test_a_cut_off_feed_posts_its_complete_items_and_the_cut_one_once_repa
     stored = rig.store.episode("PyTorch", "cut-5")
     assert stored is not None and stored.duration_seconds == 605
     assert "leniently" not in "\n".join(rig.slash("status"))
+
+
+async def test_a_poll_of_a_flawed_feed_says_so_to_the_metrics(
+    store: Store, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    """digestbot_feed_lenient_reads counts PollResult.lenient: the poll must set it."""
+    flawed_url = feed_server.route("/flawed.xml", FLAWS["html entities"].data)
+    item = "<item><title>PyTorch: Fine</title><guid>ok-1</guid><link>https://pod.test/ok</link>"
+    fine_url = feed_server.route("/fine.xml", _rss(item + "</item>"))
+    settings = make_settings("http://127.0.0.1:9/api/")
+    flawed = await poll_show(
+        settings, store, http, ShowConfig(name="PyTorch", feed=flawed_url), START
+    )
+    fine = await poll_show(settings, store, http, ShowConfig(name="Other", feed=fine_url), START)
+    assert (flawed.status, flawed.lenient) == ("ok", True)
+    assert (fine.status, fine.lenient) == ("ok", False)
