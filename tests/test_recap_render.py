@@ -418,3 +418,26 @@ def test_recap_text_of_a_big_week_lists_every_pr() -> None:
 def test_recap_text_of_an_empty_week() -> None:
     recap = aggregate([], year=2026, week=41, tz=UTC_TZ, shows=["PyTorch"], keywords=["fsdp"])
     assert recap_text(recap).splitlines()[-1] == "A quiet week: no new episodes matching fsdp."
+
+
+def test_a_pr_number_of_two_repositories_in_one_recap_names_each_repository() -> None:
+    """JAX's #5012 and Triton's #5012 side by side: "#5012" twice says nothing."""
+    jax, triton = "jax-ml/jax", "triton-lang/triton"
+    week = [
+        episode("j1", "2026-10-06T10:00:00+00:00", show="JAX", prs=(pr(5012, "Sharding.", jax),)),
+        episode(
+            "t1",
+            "2026-10-07T10:00:00+00:00",
+            show="Triton",
+            prs=(pr(5012, "TMA.", triton), pr(5020, "AMD.", triton)),
+        ),
+    ]
+    recap = aggregate(week, year=2026, week=41, tz=UTC_TZ, shows=["JAX", "Triton"])
+    renderer = Renderer(tz=UTC, repos={"JAX": jax, "Triton": triton})
+    post = render_recap(recap, renderer)
+    assert post is not None
+    shown = all_text(post[0])
+    assert f"|{jax}#5012>" in shown and f"|{triton}#5012>" in shown
+    assert "|#5020>" in shown  # a number of one repository stays short
+    text = recap_text(recap, renderer)
+    assert f"{jax}#5012" in text and f"{triton}#5012" in text

@@ -31,7 +31,7 @@ from jinja2.compiler import CodeGenerator, Frame
 
 from digests.pulls import ranked_prs, with_info
 from digests.render.escape import Mrkdwn, link, mrkdwn, oneline, safe_url, truncate
-from digests.render.prs import pr_label
+from digests.render.prs import pr_label, pr_repo
 from digests.timings import format_offset
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -76,11 +76,14 @@ def _pr_filters(repos: Mapping[str, str]) -> dict[str, Callable[..., Any]]:
     plain) for a ``PullRequestRef`` (or anything with ``number`` and ``url``) of an episode
     of ``show``: ``owner/repo#123`` when the PR is another repository's than the show's."""
 
-    def label(pr: Any, show: str | None = None) -> str:
-        return pr_label(pr.number, getattr(pr, "url", None), repos.get(show or ""))
+    def label(pr: Any, show: str | None = None, full: bool = False) -> str:
+        url = getattr(pr, "url", None)
+        if full and (repo := pr_repo(url)) is not None:  # the number alone is ambiguous
+            return f"{repo}#{pr.number}"
+        return pr_label(pr.number, url, repos.get(show or ""))
 
-    def pr_link(pr: Any, show: str | None = None) -> Mrkdwn:
-        return link(getattr(pr, "url", None), label(pr, show))
+    def pr_link(pr: Any, show: str | None = None, full: bool = False) -> Mrkdwn:
+        return link(getattr(pr, "url", None), label(pr, show, full))
 
     return {"pr_link": pr_link, "pr_label": label}
 

@@ -23,6 +23,7 @@ from digests.render import layout, limits
 from digests.render.environment import format_duration, make_environment, pr_groups
 from digests.render.escape import Mrkdwn, unescape
 from digests.render.limits import Message
+from digests.render.prs import pr_repo
 from digests.render.renderer import Renderer, template_error
 
 __all__ = [
@@ -95,6 +96,7 @@ class _PrView:
     days: str
     context: str
     show: str = ""  # the episodes' show: its own repository's PRs are plain #n
+    full: bool = False  # owner/repo#n: the recap names this number in several repositories
 
 
 def _tz(recap: WeeklyRecap) -> ZoneInfo:
@@ -149,6 +151,9 @@ def _pr_lines(
     """``prs`` (a slice of the recap's, in its order) as lines: one per group."""
     known = known or _Episodes.of(recap)
     weekday, show = known.weekday, known.show
+    repos: dict[int, set[str]] = {}
+    for p in recap.pull_requests:
+        repos.setdefault(p.number, set()).add(pr_repo(p.url) or "")
     return [
         _PrView(
             prs=tuple(g.prs),
@@ -156,6 +161,7 @@ def _pr_lines(
             days=Mrkdwn(", ".join(dict.fromkeys(weekday.get(u, "?") for u in g.prs[0].guids))),
             context=g.context,
             show=next((show[guid] for guid in g.prs[0].guids if guid in show), ""),
+            full=any(len(repos[p.number]) > 1 for p in g.prs),
         )
         # A PR with a title from GitHub gets a line of its own (title, state, area).
         for g in pr_groups(prs, key=lambda p: (p.guids, p.number) if p.title else p.guids)
