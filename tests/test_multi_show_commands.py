@@ -10,9 +10,9 @@ import pytest
 
 from bot.commands.parse import Subscribe, parse_command
 from config.settings import ShowConfig
-from digests.models import Episode
+from digests.models import Episode, PullRequestRef
 from digests.store import Store
-from tests.fixtures.app import APP_NOW, SlackSender, make_settings
+from tests.fixtures.app import APP_NOW, CHANNEL, TEAM, SlackSender, make_settings
 from tests.fixtures.control import Clock, app_with_clock, reply_lines
 from tests.slackfake import SlackFake
 
@@ -111,3 +111,30 @@ def test_a_subscribe_that_changes_only_the_recap_or_the_mode_says_so(
     lines(sender, "subscribe JAX daily 17:00")
     reply = lines(sender, change)
     assert said in reply[0], reply
+
+
+def test_pr_of_a_linked_repository_finds_it_in_a_show_the_channel_does_not_follow(
+    sender: SlackSender, store: Store
+) -> None:
+    def named(show: str, repo: str) -> Episode:
+        url = f"https://github.com/{repo}/pull/5012"
+        return Episode(
+            guid=f"{show}-1",
+            show=show,
+            title=f"{show}: News",
+            headline=f"{show} news",
+            summary="PR 5012.",
+            published_at=APP_NOW,
+            pull_requests=(PullRequestRef(5012, url, "PR 5012 lands."),),
+        )
+
+    store.upsert_episodes(
+        [named("PyTorch", "pytorch/pytorch"), named("JAX", "jax-ml/jax")], APP_NOW
+    )
+    store.subscribe(TEAM, CHANNEL, "PyTorch")
+    reply = lines(sender, "pr https://github.com/jax-ml/jax/pull/5012")
+    assert "No episode names" not in reply[0], reply
+    assert any("JAX news" in line for line in reply), reply
+    # A bare number stays the channel's: PyTorch's #5012 only.
+    (heading, line) = lines(sender, "pr 5012")
+    assert "pytorch/pytorch/pull/5012" in heading and "PyTorch news" in line

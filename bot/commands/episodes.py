@@ -276,11 +276,13 @@ def pr(command: Pr, deps: Deps, invocation: Invocation | None = None) -> Message
     Shows can follow different repositories, where #123 is a different PR: one heading per
     PR URL, in order of the newest mention; a pasted link keeps only its repository's PR.
     """
-    mentions = deps.store.by_pr(command.number, shows=scope(command.show, deps, invocation))
+    shows = scope(command.show, deps, invocation)
+    mentions = deps.store.by_pr(command.number, shows=shows)
     if command.repo is not None:
-        mentions = [
-            m for m in mentions if _same_repo(_mention_url(m, command.number), command.repo)
-        ]
+        mentions = _of_repo(mentions, command.number, command.repo)
+        if not mentions and command.show is None and shows is not None:
+            # The link names its repository: the other shows' episodes of it count too.
+            mentions = _of_repo(deps.store.by_pr(command.number), command.number, command.repo)
         if not mentions:
             repo = escape.mrkdwn(command.repo)
             return nothing(msg.NOTHING_FOR_REPO_PR.format(repo=repo, number=command.number))
@@ -310,6 +312,10 @@ def pr(command: Pr, deps: Deps, invocation: Invocation | None = None) -> Message
     return message(
         msg.PR_TEXT.format(title=title, count=count, s="" if count == 1 else "s"), blocks
     )
+
+
+def _of_repo(mentions: Sequence[PrMention], number: int, repo: str) -> list[PrMention]:
+    return [m for m in mentions if _same_repo(_mention_url(m, number), repo)]
 
 
 def _group_title(deps: Deps, show: str, url: str | None, number: int, groups: int) -> str:
