@@ -16,7 +16,7 @@ from bot import messages as msg
 from bot.catalog import all_shows
 from bot.delivery import Deliverer, Delivery
 from config.settings import Settings
-from digests.follows import EpisodeHit, StateHit, episode_hits, pr_url, state_hits
+from digests.follows import EpisodeHit, StateHit, by_person, episode_hits, pr_url, state_hits
 from digests.github.enrich import EnrichReport
 from digests.models import Episode
 from digests.pulls import PrRules, shown_state
@@ -58,27 +58,32 @@ def _what(follow: Follow) -> Mrkdwn:
     return Mrkdwn("`{}`").format(follow.target.replace("`", "'"))
 
 
-def _message(text: Mrkdwn, follow: Follow) -> dict[str, Any]:
-    why = Mrkdwn(msg.FOLLOW_DM_WHY).format(what=_what(follow), arg=_unfollow_arg(follow))
+def _message(text: Mrkdwn, follows: Sequence[Follow]) -> dict[str, Any]:
+    if len(follows) == 1:
+        why = Mrkdwn(msg.FOLLOW_DM_WHY).format(
+            what=_what(follows[0]), arg=_unfollow_arg(follows[0])
+        )
+    else:
+        what = Mrkdwn(", ").join(_what(f) for f in follows)
+        why = Mrkdwn(msg.FOLLOW_DM_WHY_MANY).format(what=what)
     body = Mrkdwn(f"{text}\n{why}")
     return dict(limits.fit({"text": str(text), "blocks": [blocks.section(body)]}))
 
 
-def episode_message(hit: EpisodeHit) -> dict[str, Any]:
-    e = hit.episode
+def episode_message(hits: Sequence[EpisodeHit]) -> dict[str, Any]:
+    """One person's DM for one new episode: every follow of theirs it hits, the sentences
+    naming their PRs, and how to stop."""
+    e = hits[0].episode
     episode = link(e.url, truncate(oneline(e.headline), 150))
-    if hit.pr is not None:
-        text = Mrkdwn(msg.FOLLOW_DM_PR).format(
-            pr=link(hit.pr.url, _pr_label(hit.pr.url)), show=e.show, episode=episode
-        )
-        if hit.pr.context:
-            quote = Mrkdwn(truncate(mrkdwn(oneline(hit.pr.context)), 600))
-            text = Mrkdwn(f"{text}\n> {quote}")
-    else:
-        text = Mrkdwn(msg.FOLLOW_DM_WORDS).format(
-            show=e.show, words=_what(hit.follow), episode=episode
-        )
-    return _message(text, hit.follow)
+    named = Mrkdwn(", ").join(
+        link(h.pr.url, _pr_label(h.pr.url)) if h.pr is not None else _what(h.follow)
+        for h in hits
+    )
+    text = Mrkdwn(msg.FOLLOW_DM_EPISODE).format(what=named, show=e.show, episode=episode)
+    contexts = dict.fromkeys(h.pr.context for h in hits if h.pr is not None and h.pr.context)
+    for context in list(contexts)[:3]:
+        text = Mrkdwn(f"{text}\n> {Mrkdwn(truncate(mrkdwn(oneline(context)), 600))}")
+    return _message(text, [h.follow for h in hits])
 
 
 def state_message(hit: StateHit, title: str) -> dict[str, Any]:
@@ -87,7 +92,7 @@ def state_message(hit: StateHit, title: str) -> dict[str, Any]:
         state=hit.state,
         title=Mrkdwn(": *{}*").format(oneline(title)) if title else Mrkdwn(""),
     )
-    return _message(text, hit.follow)
+    return _message(text, [hit.follow])
 
 
 def _dm(follow: Follow, key: str, message: dict[str, Any]) -> Delivery:
@@ -117,7 +122,7 @@ def episode_dms(store: Store, episodes: Sequence[Episode]) -> list[Delivery]:
         return []
     followed = {(s.team_id, s.show) for s in store.subscriptions()}
     hits = episode_hits(episodes, candidates, lambda team, show: (team, show) in followed)
-    return [_dm(h.follow, h.key, episode_message(h)) for h in hits]
+    return [_dm(group[0].follow, group[0].key, episode_message(group)) for group in by_person(hits)]
 
 
 def state_dms(

@@ -22,6 +22,7 @@ __all__ = [
     "FINAL_STATES",
     "EpisodeHit",
     "StateHit",
+    "by_person",
     "episode_hits",
     "pr_url",
     "state_hits",
@@ -41,8 +42,9 @@ class EpisodeHit:
 
     @property
     def key(self) -> str:
-        episode = guid_key(episode_key(self.episode.show, self.episode.guid))
-        return f"follow:{self.follow.id}:{episode}"
+        """One DM per person and episode, however many of their follows it hits (the ledger
+        row names the person's team and DM channel beside this key)."""
+        return f"follow:{guid_key(episode_key(self.episode.show, self.episode.guid))}"
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,14 @@ def episode_hits(
             if wanted is not None and not wanted.empty and wanted.matches(episode):
                 hits[(follow.id, episode.guid)] = EpisodeHit(follow, episode)
     return list(hits.values())
+
+
+def by_person(hits: Sequence[EpisodeHit]) -> list[list[EpisodeHit]]:
+    """The hits of each (person, episode), in the order first met: one DM each."""
+    groups: dict[tuple[str, str, str], list[EpisodeHit]] = {}
+    for hit in hits:
+        groups.setdefault((hit.follow.team_id, hit.follow.user_id, hit.key), []).append(hit)
+    return list(groups.values())
 
 
 def state_hits(follows: Iterable[Follow], states: Mapping[str, str | None]) -> list[StateHit]:

@@ -13,7 +13,7 @@ import pytest
 from bot.delivery import Deliverer
 from bot.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.follows import episode_hits, state_hits
+from digests.follows import by_person, episode_hits, state_hits
 from digests.models import Episode, PullRequestRef
 from digests.store import Store
 from digests.store.follows import Added, FollowStore
@@ -65,7 +65,8 @@ def test_a_new_episode_hits_the_follows_of_its_prs_and_words_where_the_show_is_f
         (1, "e1", 199720),
         (3, "e1", None),
     ]
-    assert len({h.key for h in hits}) == 2
+    # Both are Ada's and about one episode: one DM, under one key.
+    assert [[h.follow.id for h in group] for group in by_person(hits)] == [[1, 3]]
 
 
 def test_a_pr_state_is_told_once_per_change_and_only_when_final() -> None:
@@ -130,12 +131,14 @@ async def test_a_followed_pr_named_in_a_new_episode_is_told_once_by_dm(
 ) -> None:
     follows = FollowStore(store)
     follows.add(TEAM, ADA, FollowKind.PR, PR + "199605", NOW)  # rss_item(5) names 199605
+    follows.add(TEAM, ADA, FollowKind.PR, PR + "199705", NOW)  # and 199705: still one DM
     follows.add(TEAM, GRACE, FollowKind.WORDS, "briefing", NOW)
     follows.add("T0ELSEWHERE", "U0OTHER", FollowKind.PR, PR + "199605", NOW)
     settings = settings_for(subscribed)
     await run_once(settings, store, deliverer.outbox, http, NOW, deliverer=deliverer)
     (ada,) = dms(slack_fake, ADA)
-    assert "pytorch/pytorch#199605" in ada and "PyTorch" in ada
+    assert "pytorch/pytorch#199605" in ada and "pytorch/pytorch#199705" in ada
+    assert "PyTorch" in ada
     (grace,) = dms(slack_fake, GRACE)
     assert "`briefing`" in grace
     assert slack_fake.messages("U0OTHER") == []  # that workspace follows no PyTorch
@@ -188,6 +191,7 @@ async def test_follow_unfollow_and_following_through_signed_commands(rig: Rig) -
     assert listed[0].startswith("*You follow*") and listed[1].count("•") == 3
     # Refused, with the usage: nothing to follow, and a show's name (that is `subscribe`).
     assert "Follow what?" in rig.slash("follow")[0]
+    assert "needs a word to look for" in rig.slash("follow -rocm")[0]
     refused = rig.slash("follow PyTorch")
     assert "PyTorch is a show" in refused[0]
     assert any(r.startswith("Usage: `/episodes follow &lt;PR | words&gt;`") for r in refused)

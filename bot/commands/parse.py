@@ -121,6 +121,9 @@ def parse_follow_target(head: str, args: list[str], shows: Sequence[str]) -> Fol
     wanted = read_filter(" ".join(args), head)
     if wanted.empty:
         raise CommandError(msg.FOLLOW_NEED, head)
+    if head == "follow" and not (wanted.any_of or wanted.all_of):
+        # Only excluded words would match nearly every episode: a follow names what to find.
+        raise CommandError(msg.FOLLOW_ONLY_EXCLUDED, head)
     return FollowTarget(terms=wanted.terms())
 
 

@@ -3,9 +3,12 @@
 
 from bot.messages.basics import COMMAND
 
-FOLLOW_DM_PR = "{pr}, which you follow, is named in a new *{show}* episode: {episode}"
-FOLLOW_DM_WORDS = "A new *{show}* episode mentions {words}, which you follow: {episode}"
+FOLLOW_DM_EPISODE = "A new *{show}* episode names {what}, which you follow: {episode}"
 FOLLOW_DM_STATE = "{pr}, which you follow, was *{state}*{title}."
+FOLLOW_DM_WHY_MANY = (
+    "You get this because you follow {what} — `" + COMMAND + " following` lists them, `"
+    + COMMAND + " unfollow …` stops one."
+)
 FOLLOW_DM_WHY = "You get this because you follow {what} — `" + COMMAND + " unfollow {arg}` to stop."
 
 FOLLOWING_ADDED = (
@@ -23,6 +26,10 @@ FOLLOWING_NONE = (
     + ' follow "flex attention"` (words) gets you a direct message when an episode names it.'
 )
 FOLLOWING_TITLE = "*You follow* (a direct message when a new episode names one):"
+FOLLOW_ONLY_EXCLUDED = (
+    "A follow needs a word to look for (`follow fsdp -rocm`): excluded words alone would match "
+    "nearly every episode."
+)
 FOLLOW_NEED = "Follow what? A PR (`199720`, `owner/repo#199720` or its link) or words."
 FOLLOW_WHICH_REPO = (
     "Which repository's #{number}? This channel's shows point to several: name it, e.g. "
