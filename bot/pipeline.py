@@ -198,7 +198,7 @@ def plan_show(
         state = plan_state(
             settings, store, ledger, poll.show, active, changed=poll.changed, added=poll.added
         )
-        items = render_due(settings, renderer, decide_due(settings, state))
+        items = render_due(settings, renderer, decide_due(settings, state), state.news)
     quiet = quiet_after(settings, poll.inputs, stopped, len(items))
     if poll.inputs is not None and quiet != poll.inputs.quiet_plan:
         store.mark_quiet(poll.show, quiet)

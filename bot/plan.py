@@ -4,18 +4,22 @@ the recovery sweep: what to decide over, which deliveries are due, and those ren
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.catalog import find_show
 from bot.delivery import Delivery
 from bot.enrichment import attach_details
 from config.settings import Settings
 from digests.decide import candidate_episodes, decide, episode_key
 from digests.models import Episode
+from digests.pr_news import PrNewsDay, news_hash, pr_news
+from digests.pulls import pr_key
 from digests.render import Renderer
 from digests.store import Store
 from digests.store.ledger import Ledger
+from digests.store.pr_details import PrDetailsStore
 from digests.types import Due, LedgerEntry, Notice, Subscription
 
 # Episodes considered per show each cycle besides those that changed: the first poll's
@@ -33,6 +37,9 @@ class PlanState:
     first_seen: Mapping[str, datetime]  # guid → when the store first had it
     entries: Mapping[tuple[str, str], Mapping[str, LedgerEntry]]
     archive_seen_at: datetime | None = None  # when the show's archive was first read
+    # PR news for the threads of channels that asked for it (`pr-updates on`), by
+    # (team, channel, guid).
+    news: Mapping[tuple[str, str, str], tuple[PrNewsDay, ...]] = field(default_factory=dict)
 
 
 # -- phase 5: decide ------------------------------------------------------------------------
@@ -79,7 +86,33 @@ def plan_state(
         seen,
         entries,
         store.archive_seen_at(show),
+        _news(settings, store, show, subscriptions, candidates),
     )
+
+
+def _news(
+    settings: Settings,
+    store: Store,
+    show: str,
+    subscriptions: Sequence[Subscription],
+    candidates: Sequence[Episode],
+) -> dict[tuple[str, str, str], tuple[PrNewsDay, ...]]:
+    """Each `pr-updates on` channel's PR news for the candidates (with GitHub on)."""
+    asking = [s for s in subscriptions if s.pr_updates]
+    with_prs = [e for e in candidates if e.pr_info]
+    if not asking or not with_prs or not settings.github_enabled:
+        return {}
+    config = find_show(settings, store, show)
+    repo = config.repo if config is not None else ""
+    keys = {e.guid: {pr.number: pr_key(pr, repo) for pr in e.pull_requests} for e in with_prs}
+    details = PrDetailsStore(store).get({k for ks in keys.values() for k in ks.values()})
+    days = {e.guid: pr_news(e, details, keys[e.guid]) for e in with_prs}
+    return {
+        (s.team_id, s.channel_id, guid): found
+        for s in asking
+        for guid, found in days.items()
+        if found
+    }
 
 
 def decide_due(settings: Settings, state: PlanState) -> list[Due]:
@@ -92,14 +125,31 @@ def decide_due(settings: Settings, state: PlanState) -> list[Due]:
         backfill=settings.backfill,
         first_seen=state.first_seen,
         archive_seen_at=state.archive_seen_at,
+        channel_hashes=_channel_hashes(state),
     )
+
+
+def _channel_hashes(state: PlanState) -> dict[tuple[str, str, str], str]:
+    """The content hash of each episode as a channel with PR news is shown it."""
+    hashes = {e.guid: e.content_hash() for e in state.candidates if e.pr_info}
+    return {
+        (team, channel, guid): news_hash(hashes[guid], days)
+        for (team, channel, guid), days in state.news.items()
+        if guid in hashes
+    }
 
 
 # -- phase 6: render ------------------------------------------------------------------------
 
 
-def render_due(settings: Settings, renderer: Renderer, due: Sequence[Due]) -> list[Delivery]:
-    """Phase 6: each due episode rendered once (digest and thread), as deliveries."""
+def render_due(
+    settings: Settings,
+    renderer: Renderer,
+    due: Sequence[Due],
+    news: Mapping[tuple[str, str, str], tuple[PrNewsDay, ...]] | None = None,
+) -> list[Delivery]:
+    """Phase 6: each due episode rendered once (digest and thread), as deliveries; a
+    channel with PR news (``news``) gets its replies after the thread's."""
     rendered: dict[str, tuple[dict[str, Any], tuple[dict[str, Any], ...]]] = {}
     items: list[Delivery] = []
     for d in due:
@@ -112,6 +162,9 @@ def render_due(settings: Settings, renderer: Renderer, due: Sequence[Due]) -> li
             )
             rendered[d.episode.guid] = (message, thread)
         message, thread = rendered[d.episode.guid]
+        days = (news or {}).get((d.team_id, d.channel_id, d.episode.guid), ())
+        if days and settings.thread_replies:
+            thread = (*thread, *(dict(m) for m in renderer.pr_news(d.episode, days)))
         items.append(
             Delivery(
                 team_id=d.team_id,
@@ -121,7 +174,7 @@ def render_due(settings: Settings, renderer: Renderer, due: Sequence[Due]) -> li
                 message=message,
                 thread=thread,
                 manage_thread=settings.thread_replies,
-                content_hash=d.episode.content_hash(),
+                content_hash=news_hash(d.episode.content_hash(), days),
                 metadata={"show": d.show, "guid": d.episode.guid[:200]},
                 published_at=d.episode.published_at,
             )

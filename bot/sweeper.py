@@ -76,7 +76,8 @@ class Sweeper:
         for show, idents in sorted(by_show.items()):
             subs = active_subscriptions(self.store, show, self.deliverer.stopped_teams)
             state = plan_state(self.settings, self.store, self.deliverer.ledger, show, subs)
-            planned = render_due(self.settings, self.renderer, decide_due(self.settings, state))
+            due = decide_due(self.settings, state)
+            planned = render_due(self.settings, self.renderer, due, state.news)
             items += [i for i in planned if i.ident in idents]
         return in_date_order(items)
 

@@ -101,8 +101,12 @@ def decide(
     catch_up: int = CATCH_UP,
     first_seen: Mapping[str, datetime] | None = None,
     archive_seen_at: datetime | None = None,
+    channel_hashes: Mapping[tuple[str, str, str], str] | None = None,
 ) -> list[Due]:
     """The deliveries due for ``show``, oldest episode first within each channel.
+
+    ``channel_hashes``: a channel's own content hash of an episode, by (team, channel,
+    guid), where what it is shown differs from the episode's (PR news in its thread).
 
     ``episodes`` are the show's candidates (the recent ones and any that changed);
     ``ledger`` maps (team, channel) to the entries for those episodes' keys. Per channel:
@@ -140,6 +144,7 @@ def decide(
         cap=max(catch_up, backfill),
         first_seen=first_seen or {},
         archive_seen_at=archive_seen_at,
+        channel_hashes=channel_hashes or {},
     )
     due: list[Due] = []
     for sub in subscriptions:
@@ -160,6 +165,11 @@ class _Candidates:
     cap: int
     first_seen: Mapping[str, datetime]
     archive_seen_at: datetime | None
+    channel_hashes: Mapping[tuple[str, str, str], str]
+
+    def hash_for(self, sub: Subscription, episode: Episode) -> str:
+        own = self.channel_hashes.get((sub.team_id, sub.channel_id, episode.guid))
+        return own if own is not None else self.hashes[episode.guid]
 
     def arrival(self, episode: Episode) -> datetime:
         return self.first_seen.get(episode.guid) or episode.published_at
@@ -179,7 +189,7 @@ def _due_for(
     for episode in poll.ordered:
         key = episode_key(show, episode.guid)
         entry = entries.get(key)
-        action = _action(entry, poll.hashes[episode.guid])
+        action = _action(entry, poll.hash_for(sub, episode))
         if entry is None:
             if since is not None:
                 # Backfill and the subscription's age no longer apply: anything older

@@ -116,6 +116,7 @@ class Subscription:
     # store keeps it structured, and ``filter`` is the one to match with.
     keywords: tuple[str, ...] = ()
     recap: bool = True
+    pr_updates: bool = False  # a reply in the digest's thread when a key PR settles
     paused_reason: str | None = None
     paused_at: datetime | None = None
     source: Literal["config", "slash"] = "slash"

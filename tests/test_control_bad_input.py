@@ -125,9 +125,9 @@ async def test_signed_phrases_and_mixed_filters_are_read_out(rig: Rig) -> None:
 async def test_help_lists_every_channel_control_with_the_filter_syntax(rig: Rig) -> None:
     everything = "\n".join(rig.slash("help"))
     assert (
-        "`/episodes subscribe [shows…] [filter…] [recap on|off] [daily [17:00] | daily off]` "
-        '— post new episodes here; a filter is words and "phrases" (any of them), +required, '
-        "-excluded"
+        "`/episodes subscribe [shows…] [filter…] [recap on|off] [daily [17:00] | daily off] "
+        '[pr-updates on|off]` — post new episodes here; a filter is words and "phrases" '
+        "(any of them), +required, -excluded"
     ) in everything
     for usage in (
         "`/episodes preview [show] [filter…]`",

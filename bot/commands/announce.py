@@ -76,6 +76,9 @@ def _clauses(before: Subscription, after: Subscription, show: str, zone: str) ->
     if before.recap != after.recap:
         template = msg.ANNOUNCE_RECAP_ON if after.recap else msg.ANNOUNCE_RECAP_OFF
         out.append(template.format(show=show))
+    if before.pr_updates != after.pr_updates:
+        template = msg.ANNOUNCE_PR_NEWS_ON if after.pr_updates else msg.ANNOUNCE_PR_NEWS_OFF
+        out.append(template.format(show=show))
     return out
 
 

@@ -128,6 +128,8 @@ class Subscribe:
     # `daily 17:00` ("HH:MM"), `daily off` (DAILY_OFF: a digest per episode); None keeps
     # the mode the subscription had (per episode for a new one).
     daily: str | None = None
+    # `pr-updates on|off`: PR news in posted digests' threads; None keeps what it was.
+    pr_updates: bool | None = None
 
     @property
     def shows(self) -> tuple[str, ...]:

@@ -387,10 +387,12 @@ def _canonical(command: Command) -> str:
 def _canonical_other(command: Command) -> str:
     """``_canonical`` of what is not a question about episodes."""
     match command:
-        case Subscribe(show, keywords, also, recap, daily):
+        case Subscribe(show, keywords, also, recap, daily, pr_updates):
             recap_text = "" if recap is None else f" recap {'on' if recap else 'off'}"
             daily_text = "" if daily is None else f" daily {daily}"
-            return f"subscribe {subscribe_text(show, keywords, also)}{recap_text}{daily_text}"
+            news = "" if pr_updates is None else f" pr-updates {'on' if pr_updates else 'off'}"
+            words = subscribe_text(show, keywords, also)
+            return f"subscribe {words}{recap_text}{daily_text}{news}"
         case Unsubscribe():
             return " ".join(["unsubscribe", *(_quote_arg(s) for s in command.shows)])
         case ListSubscriptions():

@@ -61,6 +61,7 @@ class _SubscribeWords:
     words: tuple[Arg, ...]  # the keyword words, as typed
     recap: bool | None
     daily: str | None = None
+    pr_updates: bool | None = None
 
 
 def _ends_a_show(args: list[Arg], shows: Sequence[str]) -> bool:
@@ -102,21 +103,24 @@ def _read_daily(
 
 def _read_options(
     args: list[Arg], shows: Sequence[str], daily_at: str
-) -> tuple[list[Arg], bool | None, str | None]:
-    """``recap on|off`` and ``daily …`` at the end, in either order."""
+) -> tuple[list[Arg], bool | None, str | None, bool | None]:
+    """``recap on|off``, ``daily …`` and ``pr-updates on|off`` at the end, in any order."""
     recap: bool | None = None
     daily: str | None = None
-    for _ in range(2):
+    pr_updates: bool | None = None
+    for _ in range(3):
         if recap is None:
-            args, recap = _read_recap(args)
+            args, recap = _read_switch(args, "recap")
+        if pr_updates is None:
+            args, pr_updates = _read_switch(args, "pr-updates")
         if daily is None:
             args, daily = _read_daily(args, shows, daily_at)
-    return args, recap, daily
+    return args, recap, daily, pr_updates
 
 
-def _read_recap(args: list[Arg]) -> tuple[list[Arg], bool | None]:
-    """``recap on|off`` at the end of the words, taken off."""
-    if len(args) >= 2 and not args[-1].quoted and args[-2].text.casefold() == "recap":
+def _read_switch(args: list[Arg], name: str) -> tuple[list[Arg], bool | None]:
+    """``<name> on|off`` at the end of the words, taken off."""
+    if len(args) >= 2 and not args[-1].quoted and args[-2].text.casefold() == name:
         value = _RECAP_WORDS.get(fold(args[-1].text))
         if value is not None:
             return args[:-2], value
@@ -136,7 +140,9 @@ def _split_commas(args: list[Arg]) -> list[Arg]:
 def _split_subscribe(words: list[str], shows: Sequence[str], daily_at: str) -> _SubscribeWords:
     """Shows wherever they are named, the rest keywords: a known show name is never a
     keyword unless it is quoted after a show, or follows ``keywords:``."""
-    args, recap, daily = _read_options(_split_commas(unquote_words(words)), shows, daily_at)
+    args, recap, daily, pr_updates = _read_options(
+        _split_commas(unquote_words(words)), shows, daily_at
+    )
     found: list[str] = []
     rest: list[Arg] = []
     after_show = False
@@ -160,7 +166,7 @@ def _split_subscribe(words: list[str], shows: Sequence[str], daily_at: str) -> _
         if hit[0] not in found:
             found.append(hit[0])
         i += hit[1]
-    return _SubscribeWords(tuple(found), tuple(rest), recap, daily)
+    return _SubscribeWords(tuple(found), tuple(rest), recap, daily, pr_updates)
 
 
 def _filter_words(words: list[str]) -> list[str]:
@@ -254,7 +260,14 @@ def parse_subscribe(
     if len(keywords) > MAX_KEYWORDS:
         too_many = msg.FILTER_TOO_MANY.format(limit=MAX_KEYWORDS, count=len(keywords))
         raise CommandError(too_many, "subscribe")
-    return Subscribe(named[0], keywords, also=named[1:], recap=split.recap, daily=split.daily)
+    return Subscribe(
+        named[0],
+        keywords,
+        also=named[1:],
+        recap=split.recap,
+        daily=split.daily,
+        pr_updates=split.pr_updates,
+    )
 
 
 def parse_shows(words: Sequence[str], shows: Sequence[str], subcommand: str) -> tuple[str, ...]:

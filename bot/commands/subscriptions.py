@@ -131,6 +131,7 @@ def _subscribe_one(
         keywords=command.keywords,
         recap=recap,
         created_by=invocation.user_id or None,
+        pr_updates=command.pr_updates,
         **mode,
     )
     changes: list[str] = []
@@ -152,6 +153,8 @@ def _subscribe_one(
         changes.append(msg.SUBSCRIBE_RECAP_NOW_ON if sub.recap else msg.SUBSCRIBE_RECAP_NOW_OFF)
     if before is not None and before.daily_at and not sub.daily_at:
         changes.append(msg.SUBSCRIBE_NOW_PER_EPISODE)
+    if before is not None and before.pr_updates != sub.pr_updates:
+        changes.append(msg.SUBSCRIBE_PR_NEWS_ON if sub.pr_updates else msg.SUBSCRIBE_PR_NEWS_OFF)
     return before, sub, changes
 
 
@@ -318,7 +321,8 @@ def subscription_line(sub: Subscription, deps: Deps) -> str:
         show=escape.mrkdwn(sub.show),
         filter=wanted,
         daily=daily,
-        recap="" if sub.recap else msg.LIST_NO_RECAP,
+        recap=("" if sub.recap else msg.LIST_NO_RECAP)
+        + (msg.LIST_PR_NEWS if sub.pr_updates else ""),
         source=msg.LIST_FROM_CONFIG if sub.source == "config" else "",
         paused=paused + hold_note(sub, deps),
     )

@@ -16,11 +16,13 @@ USAGE: dict[str, str] = {
     "with no week, this week's, or last week's while this one has none yet. Every query "
     "takes a show name first, e.g. `recent JAX 3`; without one, the channel's shows",
     "subscribe": f"`{COMMAND} subscribe [shows…] [filter…] [recap on|off] [daily [17:00] | "
-    'daily off]` — post new episodes here; a filter is words and "phrases" (any of them), '
+    'daily off] [pr-updates on|off]` — post new episodes here; a filter is words and '
+    '"phrases" (any of them), '
     "+required, -excluded (a word that is a show's name: quote it, or write `keywords: …`); "
     "`daily 17:00` (or `daily 5pm`; `daily` alone: the configured time, 17:00 by default): "
     "one message a day listing that day's instead, "
-    "`daily off`: one per episode",
+    "`daily off`: one per episode; `pr-updates on`: a reply in a digest's thread when one of "
+    "its key PRs is merged, closed or reverted",
     "unsubscribe": f"`{COMMAND} unsubscribe [show]` — stop posting them here; name several "
     "to drop them together (`unsubscribe JAX, Triton`)",
     "list": f"`{COMMAND} list` — this channel's subscriptions",

@@ -12,6 +12,7 @@ from jinja2 import TemplateError, TemplateNotFound
 
 from digests.errors import ConfigError
 from digests.models import Episode, RecapEpisode
+from digests.pr_news import PrNewsDay
 from digests.pulls import KEY_PRS, ranked_prs
 from digests.render import blocks as b
 from digests.render import layout, limits
@@ -114,6 +115,10 @@ class Renderer:
             key_prs=KEY_PRS,
             max_nearby=self.max_nearby,
         )
+
+    def pr_news(self, episode: Episode, days: Sequence[PrNewsDay]) -> list[Message]:
+        """One thread reply per day of PR news (``digests.pr_news``)."""
+        return [self.render("pr_news.j2", episode=episode, day=day) for day in days]
 
     def digest_text(self, episode: Episode) -> str:
         """The same digest as readable plain text (the CLI's ``--format text``)."""

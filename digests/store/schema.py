@@ -201,6 +201,8 @@ subscriptions = sa.Table(
     # strings): {"any": [...], "all": [...], "none": [...]}, a phrase one item.
     sa.Column("filter", sa.JSON, nullable=False, server_default=sa.text("'{}'")),
     sa.Column("recap", sa.Boolean, nullable=False, server_default=sa.true()),
+    # `subscribe … pr-updates on`: a reply in a posted digest's thread when a key PR settles.
+    sa.Column("pr_updates", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("paused_reason", sa.Text),
     sa.Column("paused_at", UTCDateTime),
     sa.Column("source", sa.String(16), nullable=False, server_default="slash"),

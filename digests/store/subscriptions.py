@@ -26,6 +26,7 @@ def _subscription(row: sa.Row[Any]) -> Subscription:
         show=row.show,
         keywords=filter_from_json(row.filter).terms(),
         recap=bool(row.recap),
+        pr_updates=bool(row.pr_updates),
         paused_reason=row.paused_reason,
         paused_at=row.paused_at,
         source=cast(Literal["config", "slash"], row.source),
@@ -130,6 +131,7 @@ class SubscriptionsMixin:
         filter: Filter | None = None,
         daily_at: str | _Keep | None = KEEP,
         changed_at: datetime | None = None,
+        pr_updates: bool | None = None,
     ) -> Subscription:
         """Create or replace; also un-pauses, and revives one a user unsubscribed.
 
@@ -154,6 +156,8 @@ class SubscriptionsMixin:
             "source": source,
             "created_by": created_by or None,
         }
+        if pr_updates is not None:  # None: as it was (off for a new one)
+            values["pr_updates"] = pr_updates
         insert_ = (
             pg_dialect.insert(subscriptions)
             if self._db.dialect == "postgresql"
