@@ -275,7 +275,9 @@ async def orphan(world: World, clock: Deliverer, http: httpx.AsyncClient) -> Non
     assert {(r.team_id, r.state) for r in left} == {(T1, "pending"), (T2, "pending")}
 
 
-async def test_a_refused_token_stops_requests_of_that_team_only(world: World) -> None:
+async def test_a_refused_token_stops_requests_of_that_team_only(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
     fake = world.fake
     for team in (T1, T2):
         assert world.install(team).status_code == 200
@@ -291,6 +293,9 @@ async def test_a_refused_token_stops_requests_of_that_team_only(world: World) ->
 
     home(T1, U1)
     wait_for(lambda: refused() or None, what="T1's refusal")
+    # The fake records the call before the bot reads its answer: wait for the bot to have
+    # stopped the team, not only for Slack to have refused.
+    wait_for(lambda: "stopping that team" in caplog.text or None, what="T1 stopped")
     home(T1, U1)
     home(T2, U2)
     view = wait_for(lambda: fake.home_view(U2), what="T2's home")
