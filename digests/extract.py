@@ -759,7 +759,7 @@ def extract_entry(
             "pull_requests_named": _named_past_cap(found, both, repo, prs),
             "raw_hash": _reusable_hash(entry, when),
             "pr_times": (),
-            "chapters": (),
+            "chapters": entry.chapters,
         }
     )
 

@@ -174,6 +174,7 @@ class RawEntry:
     show: str | None = None
     transcripts: tuple[TranscriptLink, ...] = ()
     chapters_url: str | None = None
+    chapters: tuple[Chapter, ...] = ()  # written in the item itself (Podlove Simple Chapters)
     raw_hash: str | None = None  # of the item's bytes, when the parse was asked to hash
     # The description and transcript are already as ``paragraphs`` leaves them (the feed
     # reader's are): extraction then need not normalise them again unless a cap cut them.

@@ -268,3 +268,59 @@ async def test_a_chapters_link_to_a_private_address_is_never_fetched(
         assert other.requests_to("/chapters.json") == []
     messages = json.dumps(slack_fake.messages(CHANNEL), ensure_ascii=False)
     assert "Chapters" not in messages
+
+
+PSC = (
+    '<psc:chapters version="1.2" xmlns:psc="http://podlove.org/simple-chapters">'
+    '<psc:chapter start="00:00:00.000" title="Intro"/>'
+    '<psc:chapter start="01:20" title="All-gather layout" href="https://example.test/ag"/>'
+    '<psc:chapter start="95.5" title="Wrap-up"/>'
+    '<psc:chapter start="soon" title="Not a time"/>'
+    "</psc:chapters>"
+)
+
+
+def test_podlove_simple_chapters_are_read_from_the_item() -> None:
+    from digests.extract import build_episodes
+    from digests.parse import parse_bytes
+    from digests.parse.chapters import npt_seconds
+
+    assert [npt_seconds(v) for v in ("01:02:03.500", "02:03", "83", "1:2:3:4", "")] == [
+        3723, 123, 83, None, None,
+    ]
+    body = feed("text/vtt").replace(b"<podcast:transcript", PSC.encode() + b"<podcast:transcript")
+    (episode,) = build_episodes(parse_bytes(body, "https://example.test/feed.xml"), "PyTorch", REPO)
+    assert [(c.start, c.title, c.url) for c in episode.chapters] == [
+        (0, "Intro", None),
+        (80, "All-gather layout", "https://example.test/ag"),
+        (95, "Wrap-up", None),
+    ]
+    # Undeclared, as podcast apps read it: the lenient reader binds the psc prefix.
+    bare = body.replace(b' xmlns:psc="http://podlove.org/simple-chapters"', b"")
+    (lenient,) = build_episodes(parse_bytes(bare, "https://example.test/feed.xml"), "PyTorch", REPO)
+    assert lenient.chapters == episode.chapters
+
+
+async def test_podlove_chapters_go_in_the_thread_with_their_prs(
+    feed_server: FeedServer,
+    store: Store,
+    slack_fake: SlackFake,
+    deliverer: Deliverer,
+    http: httpx.AsyncClient,
+) -> None:
+    feed_server.route("/t", VTT, content_type="text/vtt")
+    body = feed("text/vtt").replace(b"<podcast:transcript", PSC.encode() + b"<podcast:transcript")
+    feed_server.route("/feed.xml", body)
+    store.ensure_show("PyTorch", "", REPO)
+    store.subscribe(TEAM, CHANNEL, "PyTorch", source="config")
+    report = await run_once(
+        _settings(feed_server), store, deliverer.outbox, http, NOW, deliverer=deliverer
+    )
+    assert report.errors == [] and len(report.delivery.posted) == 1
+    (thread,) = [m for m in slack_fake.messages(CHANNEL) if m.get("thread_ts")]
+    lines = json.dumps(thread["blocks"], ensure_ascii=False)
+    assert (
+        f"<{AUDIO}#t=80|▶ 1:20> <https://example.test/ag|All-gather layout> — "
+        f"<{PR}199720|#199720>, <{PR}199721|#199721>, <{PR}199726|#199726>"
+    ) in lines
+    assert "Not a time" not in lines

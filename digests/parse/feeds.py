@@ -13,7 +13,8 @@ import io
 from lxml import etree
 
 from digests.errors import FeedParseError
-from digests.models import ParsedSource, RawEntry, TranscriptLink
+from digests.models import Chapter, ParsedSource, RawEntry, TranscriptLink
+from digests.parse.chapters import psc_chapters
 from digests.parse.item_hashes import ItemHasher, ItemHashes
 from digests.parse.lenient import TooBroken, repair, truncated
 from digests.parse.links import feed_base, resolve
@@ -52,6 +53,7 @@ _NS_KIND = {
     "my.netscape.com/rdf/simple/0.9": "rss",
     # Userland's short-lived RSS 2.0 namespace (2002).
     "backend.userland.com/rss2": "rss",
+    "podlove.org/simple-chapters": "psc",
 }
 
 # (namespace kind, local name) → field. `None` kind: no namespace (plain RSS elements).
@@ -67,6 +69,7 @@ _RSS_FIELDS: dict[tuple[str | None, str], str] = {
     ("content", "encoded"): "content",
     ("podcast", "transcript"): "podcast_transcript",
     ("podcast", "chapters"): "podcast_chapters",
+    ("psc", "chapters"): "psc_chapters",
     ("itunes", "duration"): "duration",
     ("itunes", "summary"): "summary",
     ("itunes", "title"): "itunes_title",
@@ -92,6 +95,7 @@ _ATOM_FIELDS: dict[tuple[str | None, str], str] = {
     ("itunes", "summary"): "summary",
     ("podcast", "transcript"): "podcast_transcript",
     ("podcast", "chapters"): "podcast_chapters",
+    ("psc", "chapters"): "psc_chapters",
     ("media", "content"): "media",
 }
 
@@ -110,6 +114,7 @@ def _feed_entry(
     transcripts: tuple[TranscriptLink, ...],
     chapters_url: str | None,
     raw_hash: str | None,
+    chapters: tuple[Chapter, ...] = (),
 ) -> RawEntry:
     """``RawEntry(...)`` of a feed item (no nearby titles, no show, text normalised)."""
     return RawEntry(
@@ -123,6 +128,7 @@ def _feed_entry(
         audio_url=audio_url,
         transcripts=transcripts,
         chapters_url=chapters_url,
+        chapters=chapters,
         raw_hash=raw_hash,
         normalised=True,
     )
@@ -566,6 +572,7 @@ class _ItemParts:
     atom_link: etree._Element | None = None
     transcripts: list[TranscriptLink] = dataclasses.field(default_factory=list)
     chapters: str | None = None
+    written_chapters: tuple[Chapter, ...] = ()  # Podlove Simple Chapters in the item
     permalink: bool = False
     guid_el: etree._Element | None = None  # a guid said to be a permalink
 
@@ -584,6 +591,8 @@ class _ItemParts:
         elif name == "link":
             if self.link_el is None:
                 self.link_el = child
+        elif name == "psc_chapters":
+            self.written_chapters = self.written_chapters or psc_chapters(child)
         elif name not in self.texts:
             self.texts[name] = _text(child)
             if name == "guid":
@@ -656,6 +665,7 @@ def _rss_item(
         tuple(parts.transcripts),
         parts.chapters,
         raw_hash,
+        parts.written_chapters,
     )
 
 
