@@ -16,7 +16,16 @@ from bot import messages as msg
 from bot.catalog import all_shows
 from bot.delivery import Deliverer, Delivery
 from config.settings import Settings
-from digests.follows import EpisodeHit, StateHit, by_person, episode_hits, pr_url, state_hits
+from digests.follows import (
+    FINAL_STATES,
+    FOLLOW_KEY,
+    EpisodeHit,
+    StateHit,
+    by_person,
+    episode_hits,
+    pr_url,
+    state_hits,
+)
 from digests.github.enrich import EnrichReport
 from digests.models import Episode
 from digests.pulls import PrRules, shown_state
@@ -26,7 +35,7 @@ from digests.render.prs import pr_repo
 from digests.store import Store
 from digests.store.follows import FollowStore
 from digests.store.pr_details import PrDetailsStore
-from digests.types import Follow, FollowKind, PrKey
+from digests.types import Follow, FollowKind, Ident, PrKey
 
 if TYPE_CHECKING:
     from slack_bolt.async_app import AsyncApp, AsyncBoltContext
@@ -36,7 +45,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["deliver_follows", "episode_dms", "news", "register", "state_dms"]
+__all__ = [
+    "deliver_follows",
+    "episode_dms",
+    "news",
+    "recoverable_dms",
+    "register",
+    "state_dms",
+]
 
 # A poll adding more than this many episodes is reading an archive, not news.
 NEWS_PER_POLL = 25
@@ -149,6 +165,28 @@ def state_dms(
 
 def _rules_by_repo(settings: Settings, store: Store) -> dict[str, PrRules]:
     return {s.repo.casefold(): s.pr_rules() for s in all_shows(settings, store)}
+
+
+def recoverable_dms(store: Store, idents: set[Ident], now: datetime) -> list[Delivery]:
+    """Follow DMs a dead clock left half-sent, made again for their rows: an episode's by
+    the person's follows and the week's news (no DM is about an older episode), a PR state's
+    by the follow and the state its key names."""
+    wanted = {i for i in idents if i[3].startswith(FOLLOW_KEY)}
+    if not wanted:
+        return []
+    people = {(team, user) for team, user, _, _ in wanted}
+    follows = FollowStore(store)
+    theirs = [f for team, user in sorted(people) for f in follows.of_user(team, user)]
+    episodes = [e for e in store.recent(500) if e.published_at >= now - NEWS_WINDOW]
+    followed = {(s.team_id, s.show) for s in store.subscriptions()}
+    hits = episode_hits(episodes, theirs, lambda team, show: (team, show) in followed)
+    items = [_dm(g[0].follow, g[0].key, episode_message(g)) for g in by_person(hits)]
+    for follow in theirs:
+        for state in FINAL_STATES:
+            hit = StateHit(follow, state)
+            if (follow.team_id, follow.user_id, "notice", hit.key) in wanted:
+                items.append(_dm(follow, hit.key, state_message(hit, "")))
+    return [i for i in items if i.ident in wanted]
 
 
 async def deliver_follows(

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from bot.daily import recoverable_dailies
 from bot.delivery import Deliverer, Delivery, DeliveryReport
+from bot.follows import recoverable_dms
 from bot.pipeline import active_subscriptions, decide_due, in_date_order, plan_state, render_due
 from bot.recap import recoverable_recaps
 from config.settings import Settings
@@ -21,9 +22,10 @@ from digests.types import Ident
 
 log = logging.getLogger(__name__)
 
-# The kinds a dead clock may leave half-delivered and the sweep plans again. Notices are
-# made again by the next poll until every channel has one.
-RECOVERED_KINDS = frozenset({"episode", "recap", "daily"})
+# The kinds a dead clock may leave half-delivered and the sweep plans again. Feed notices
+# are made again by the next poll until every channel has one; of the other notices, the
+# follow DMs are planned again here.
+RECOVERED_KINDS = frozenset({"episode", "recap", "daily", "notice"})
 
 
 def _utcnow() -> datetime:
@@ -93,6 +95,8 @@ class Sweeper:
             items += recoverable_dailies(
                 self.settings, self.store, self.deliverer, self.renderer, now, dailies
             )
+        if notices := by_kind.get("notice"):
+            items += recoverable_dms(self.store, notices, now)
         return items
 
     async def sweep(self) -> DeliveryReport:

@@ -20,6 +20,7 @@ from digests.types import Follow, FollowKind
 
 __all__ = [
     "FINAL_STATES",
+    "FOLLOW_KEY",
     "EpisodeHit",
     "StateHit",
     "by_person",
@@ -30,6 +31,7 @@ __all__ = [
 ]
 
 FINAL_STATES = frozenset({"merged", "closed", "reverted"})
+FOLLOW_KEY = "follow:"  # every follow DM's ledger key starts so
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class EpisodeHit:
     def key(self) -> str:
         """One DM per person and episode, however many of their follows it hits (the ledger
         row names the person's team and DM channel beside this key)."""
-        return f"follow:{guid_key(episode_key(self.episode.show, self.episode.guid))}"
+        return f"{FOLLOW_KEY}{guid_key(episode_key(self.episode.show, self.episode.guid))}"
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class StateHit:
 
     @property
     def key(self) -> str:
-        return f"follow:{self.follow.id}:state:{self.state}"
+        return f"{FOLLOW_KEY}{self.follow.id}:state:{self.state}"
 
 
 def pr_url(repo: str, number: int) -> str:

@@ -12,8 +12,9 @@ import pytest
 
 from bot.delivery import Deliverer
 from bot.pipeline import run_once
+from bot.sweeper import Sweeper
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.follows import by_person, episode_hits, state_hits
+from digests.follows import StateHit, by_person, episode_hits, state_hits
 from digests.models import Episode, PullRequestRef
 from digests.store import Store
 from digests.store.follows import Added, FollowStore
@@ -23,6 +24,7 @@ from tests.fixtures.app import TEAM as TEAM_APP
 from tests.fixtures.app import USER, RunningApp, assert_valid_view, wait_for
 from tests.fixtures.control import START, Rig
 from tests.fixtures.delivery import rss, rss_item
+from tests.fixtures.ledger import seed_row
 from tests.githubfake import GitHubFake
 from tests.slackfake import SlackFake
 from tests.test_delivery_edits import CHANNEL, NOW, TEAM
@@ -232,3 +234,27 @@ def test_a_deactivated_user_loses_their_follows(slack_app: RunningApp) -> None:
     slack_app.sender.event({"type": "user_change", "user": {**active, "deleted": True}})
     wait_for(lambda: follows.of_user(TEAM_APP, USER) == [] or None)
     assert [f.user_id for f in follows.of_words()] == ["U0STAYS"]
+
+
+async def test_the_sweep_finishes_the_follow_dms_a_dead_clock_left(
+    store: Store,
+    subscribed: str,
+    slack_fake: SlackFake,
+    deliverer: Deliverer,
+    http: httpx.AsyncClient,
+) -> None:
+    settings = settings_for(subscribed)
+    await run_once(settings, store, deliverer.outbox, http, NOW, deliverer=deliverer)
+    (episode,) = store.recent(1, ["PyTorch"])
+    # A clock that planned Ada's DM for this episode (and a merge) died before sending them.
+    FollowStore(store).add(TEAM, ADA, FollowKind.PR, PR + "199605", NOW)
+    (ada,) = FollowStore(store).of_user(TEAM, ADA)
+    hit = episode_hits([episode], [ada], lambda team, show: True)[0]
+    seed_row(store, ADA, key=hit.key, team=TEAM, kind="notice", state="pending")
+    seed_row(store, ADA, key=StateHit(ada, "merged").key, team=TEAM, kind="notice")
+    sweeper = Sweeper(settings, store, deliverer, clock=lambda: NOW + timedelta(minutes=5))
+    report = await sweeper.sweep()
+    assert sorted(i[3] for i in report.posted) == sorted([hit.key, f"follow:{ada.id}:state:merged"])
+    told = dms(slack_fake, ADA)
+    assert len(told) == 2 and any("pytorch/pytorch#199605" in t for t in told)
+    assert (await sweeper.sweep()).posted == [] and len(dms(slack_fake, ADA)) == 2
