@@ -140,8 +140,9 @@ WHY_EXCLUDED = "Skipped by this channel's filter: it mentions {term}, which is e
 WHY_REQUIRED = "Skipped by this channel's filter: it does not mention {term}, which is required."
 WHY_NO_TERM = "Skipped by this channel's filter: it mentions none of {terms}."
 WHY_PASSED_OVER = (
-    "Not posted: it is older than what this channel already had, or one of more than 10 "
-    "that arrived at once (the newest were posted)."
+    "Not posted: it came before the episodes this channel got (a channel's first poll posts "
+    "only the show's newest, never its archive), or was one of more than 10 that arrived at "
+    "once (the newest were posted)."
 )
 WHY_NOT_SUBSCRIBED = (
     "This channel does not follow *{show}*; `{command} subscribe {arg}` would post its new "
