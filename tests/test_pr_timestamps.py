@@ -135,9 +135,9 @@ async def test_key_prs_carry_the_time_they_are_named_linked_to_the_audio(
         (PR + "199726", 90),
     ]
     settings = _settings(feed_server)
-    again = await run_once(
-        settings, store, deliverer.outbox, http, NOW + timedelta(minutes=15), deliverer=deliverer
-    )
+    later = NOW + timedelta(minutes=15)
+    settings = _settings(feed_server)
+    again = await run_once(settings, store, deliverer.outbox, http, later, deliverer=deliverer)
     assert again.delivery.posted == [] and again.delivery.updated == []
     assert slack_fake.calls_to("chat.update") == []
 
@@ -172,9 +172,12 @@ async def _poll(
     http: httpx.AsyncClient,
     kind: str,
     body: str,
+    feed_body: bytes | None = None,
 ) -> None:
+    """The feed (``feed_body``, else ``feed(kind)``) and its transcript served, the show's
+    channel subscribed, one poll that posts one digest."""
     feed_server.route("/t", body, content_type=kind)
-    feed_server.route("/feed.xml", feed(kind))
+    feed_server.route("/feed.xml", feed_body or feed(kind))
     store.ensure_show("PyTorch", "", REPO)
     store.subscribe(TEAM, CHANNEL, "PyTorch", source="config")
     report = await run_once(
@@ -196,11 +199,15 @@ CHAPTERS = json.dumps(
 )
 
 
+def before_transcript(body: bytes, element: str) -> bytes:
+    """``body`` with ``element`` written in the item, before its transcript link."""
+    return body.replace(b"<podcast:transcript", element.encode() + b"<podcast:transcript")
+
+
 def chaptered_feed() -> bytes:
-    return feed("text/vtt").replace(
-        b"<podcast:transcript",
-        b'<podcast:chapters url="/chapters.json" type="application/json+chapters"/>'
-        b"<podcast:transcript",
+    return before_transcript(
+        feed("text/vtt"),
+        '<podcast:chapters url="/chapters.json" type="application/json+chapters"/>',
     )
 
 
@@ -212,13 +219,7 @@ async def test_chapters_go_in_the_thread_with_the_prs_named_in_each(
     http: httpx.AsyncClient,
 ) -> None:
     feed_server.route("/chapters.json", CHAPTERS, content_type="application/json+chapters")
-    feed_server.route("/t", VTT, content_type="text/vtt")
-    feed_server.route("/feed.xml", chaptered_feed())
-    store.ensure_show("PyTorch", "", REPO)
-    store.subscribe(TEAM, CHANNEL, "PyTorch", source="config")
-    settings = _settings(feed_server)
-    report = await run_once(settings, store, deliverer.outbox, http, NOW, deliverer=deliverer)
-    assert report.errors == [] and len(report.delivery.posted) == 1
+    await _poll(feed_server, store, deliverer, http, "text/vtt", VTT, chaptered_feed())
     (thread,) = [m for m in slack_fake.messages(CHANNEL) if m.get("thread_ts")]
     lines = json.dumps(thread["blocks"], ensure_ascii=False)
     assert thread["text"].startswith("Chapters and transcript: ")
@@ -236,9 +237,9 @@ async def test_chapters_go_in_the_thread_with_the_prs_named_in_each(
     assert [c.title for c in episode.chapters] == ["Intro", "All-gather layout", "Wrap-up"]
 
     # Read back from the store on the next poll: not fetched again, nothing edited.
-    again = await run_once(
-        settings, store, deliverer.outbox, http, NOW + timedelta(minutes=15), deliverer=deliverer
-    )
+    later = NOW + timedelta(minutes=15)
+    settings = _settings(feed_server)
+    again = await run_once(settings, store, deliverer.outbox, http, later, deliverer=deliverer)
     assert again.delivery.updated == [] and slack_fake.calls_to("chat.update") == []
     assert len(feed_server.requests_to("/chapters.json")) == 1
 
@@ -252,19 +253,9 @@ async def test_a_chapters_link_to_a_private_address_is_never_fetched(
 ) -> None:
     with FeedServer() as other:
         other.route("/chapters.json", CHAPTERS, content_type="application/json")
-        body = feed("text/plain").replace(
-            b"<podcast:transcript",
-            f'<podcast:chapters url="{other.url("/chapters.json")}" type="application/json"/>'
-            "<podcast:transcript".encode(),
-        )
-        feed_server.route("/t", PLAIN, content_type="text/plain")
-        feed_server.route("/feed.xml", body)
-        store.ensure_show("PyTorch", "", REPO)
-        store.subscribe(TEAM, CHANNEL, "PyTorch", source="config")
-        report = await run_once(
-            _settings(feed_server), store, deliverer.outbox, http, NOW, deliverer=deliverer
-        )
-        assert report.errors == [] and len(report.delivery.posted) == 1
+        link = f'<podcast:chapters url="{other.url("/chapters.json")}" type="application/json"/>'
+        body = before_transcript(feed("text/plain"), link)
+        await _poll(feed_server, store, deliverer, http, "text/plain", PLAIN, body)
         assert other.requests_to("/chapters.json") == []
     messages = json.dumps(slack_fake.messages(CHANNEL), ensure_ascii=False)
     assert "Chapters" not in messages
@@ -288,7 +279,7 @@ def test_podlove_simple_chapters_are_read_from_the_item() -> None:
     assert [npt_seconds(v) for v in ("01:02:03.500", "02:03", "83", "1:2:3:4", "")] == [
         3723, 123, 83, None, None,
     ]
-    body = feed("text/vtt").replace(b"<podcast:transcript", PSC.encode() + b"<podcast:transcript")
+    body = before_transcript(feed("text/vtt"), PSC)
     (episode,) = build_episodes(parse_bytes(body, "https://example.test/feed.xml"), "PyTorch", REPO)
     assert [(c.start, c.title, c.url) for c in episode.chapters] == [
         (0, "Intro", None),
@@ -308,15 +299,8 @@ async def test_podlove_chapters_go_in_the_thread_with_their_prs(
     deliverer: Deliverer,
     http: httpx.AsyncClient,
 ) -> None:
-    feed_server.route("/t", VTT, content_type="text/vtt")
-    body = feed("text/vtt").replace(b"<podcast:transcript", PSC.encode() + b"<podcast:transcript")
-    feed_server.route("/feed.xml", body)
-    store.ensure_show("PyTorch", "", REPO)
-    store.subscribe(TEAM, CHANNEL, "PyTorch", source="config")
-    report = await run_once(
-        _settings(feed_server), store, deliverer.outbox, http, NOW, deliverer=deliverer
-    )
-    assert report.errors == [] and len(report.delivery.posted) == 1
+    body = before_transcript(feed("text/vtt"), PSC)
+    await _poll(feed_server, store, deliverer, http, "text/vtt", VTT, body)
     (thread,) = [m for m in slack_fake.messages(CHANNEL) if m.get("thread_ts")]
     lines = json.dumps(thread["blocks"], ensure_ascii=False)
     assert (
