@@ -134,7 +134,6 @@ async def test_key_prs_carry_the_time_they_are_named_linked_to_the_audio(
         (PR + "199721", 90),
         (PR + "199726", 90),
     ]
-    settings = _settings(feed_server)
     later = NOW + timedelta(minutes=15)
     settings = _settings(feed_server)
     again = await run_once(settings, store, deliverer.outbox, http, later, deliverer=deliverer)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from bot import messages as msg
+from bot.catalog import all_shows
 from bot.commands.base import Deps, Invocation
 from bot.commands.model import CommandError, FollowTarget, ListFollows, StartFollow, StopFollow
 from bot.commands.replies import message, nothing, section
@@ -27,7 +28,8 @@ def _repo(target: FollowTarget, deps: Deps, invocation: Invocation, head: str) -
     followed = {
         s.show for s in deps.store.subscriptions(invocation.team_id, invocation.channel_id)
     }
-    shows = [s for s in deps.settings.shows if not followed or s.name in followed]
+    every = all_shows(deps.settings, deps.store)  # the added shows' repositories count too
+    shows = [s for s in every if not followed or s.name in followed]
     repos = sorted({s.repo for s in shows if s.repo})
     if len(repos) == 1:
         return repos[0]
@@ -84,7 +86,8 @@ def follow(command: StartFollow, deps: Deps, invocation: Invocation) -> Message:
 
 
 def _rules(deps: Deps, repo: str) -> PrRules:
-    show = next((s for s in deps.settings.shows if s.repo.casefold() == repo.casefold()), None)
+    every = all_shows(deps.settings, deps.store)
+    show = next((s for s in every if s.repo.casefold() == repo.casefold()), None)
     return show.pr_rules() if show is not None else PrRules()
 
 
