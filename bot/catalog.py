@@ -5,16 +5,16 @@ The config file's stay as they are; the added ones live in the store (``shows`` 
 each look at its jobs, by ``run --once``, by the slash commands — so a show added in one
 process is polled by another without a restart.
 
-A feed added from Slack is fetched under :func:`digests.added_feeds.policy` (public
+A feed added from Slack is fetched under :func:`digests.sources.added_feeds.policy` (public
 addresses only, every hop) and its own size cap, never the config's ``allow_private``.
 """
 
 from __future__ import annotations
 
 from config.settings import Settings, ShowConfig
-from digests.added_feeds import policy as added_policy
-from digests.fetch import PrivatePolicy, private_policy
-from digests.render import Renderer
+from digests.render.renderer import Renderer
+from digests.sources.added_feeds import policy as added_policy
+from digests.sources.fetch import PrivatePolicy, private_policy
 from digests.store import Store
 from digests.store.shows import AddedShow as AddedRow
 

@@ -92,7 +92,6 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     try:
         settings = load_settings(args.config)
         from bot import logs
-
         # Only the handler made here: one already there (a test's capture) keeps its format.
         logs.configure(settings, [h for h in logging.getLogger().handlers if h not in before])
         logs.redact_library_logs()  # -v: httpx's request lines without feed credentials
@@ -136,7 +135,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
         )
         episode = _choose(episodes, args.episode, args.source)
         if settings.github_enabled and not args.no_github:
-            from bot.enrichment import render_details
+            from bot.jobs.enrichment import render_details
 
             episode = render_details(settings, episode)
         _print_rendered(settings, episode, args.format, out)
@@ -179,8 +178,8 @@ def _read_source(
     ``--repo``, else the configured (or added) show's; a show neither configured nor added
     has none, so a PR it names without a link points where the source's own PR links do,
     or nowhere."""
-    from bot.ingest import FeedRequest, extract_episodes, fetch_feed, parse_feed
-    from digests.fetch import make_http_client, private_policy
+    from bot.jobs.ingest import FeedRequest, extract_episodes, fetch_feed, parse_feed
+    from digests.sources.fetch import make_http_client, private_policy
 
     request = FeedRequest(
         source, settings.max_feed_bytes, allow_private=private_policy(source, allow_private)
@@ -270,7 +269,7 @@ def _choose(episodes: list[Episode], guid: str | None, source: str) -> Episode:
 
 
 def _print_rendered(settings: Settings, episode: Episode, fmt: str, out: TextIO) -> None:
-    from digests.render import Renderer
+    from digests.render.renderer import Renderer
 
     renderer = Renderer.of(settings)
     if fmt == "text":

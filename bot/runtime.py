@@ -12,7 +12,7 @@ from config.settings import Settings
 from digests.errors import ConfigError, SlackError
 
 if TYPE_CHECKING:
-    from bot.outbox import Outbox
+    from bot.delivery.outbox import Outbox
     from digests.store import Store
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ async def resolve_team_id(settings: Settings) -> str:
     """The workspace the bot token belongs to (``auth.test``), or the configured default."""
     if not settings.slack_bot_token:
         return settings.team_id
-    from bot.slack import make_web_client
+    from bot.delivery.slack import make_web_client
 
     client = make_web_client(settings)
     try:
@@ -156,8 +156,8 @@ def make_outbox(settings: Settings, stream: TextIO, store: Store | None = None) 
     """Slack when there is a bot token (each team's in OAuth mode: ``store`` pauses a team
     found without an installation), else the print outbox on ``stream``."""
     # Imported here: a process that fails before it posts never loads Slack's client.
-    from bot.outbox import PrintOutbox, SlackOutbox
-    from bot.tokens import team_outbox
+    from bot.delivery.outbox import PrintOutbox, SlackOutbox
+    from bot.delivery.tokens import team_outbox
 
     if settings.oauth_mode:
         return team_outbox(settings, store)

@@ -31,8 +31,8 @@ from config.settings import Settings
 from digests.errors import ConfigError, SlackError
 
 if TYPE_CHECKING:
-    from bot.ops import ProcessOps
-    from digests.render import Message
+    from bot.process import ProcessOps
+    from digests.render.limits import Message
     from digests.store import Store
 
 log = logging.getLogger(__name__)
@@ -41,12 +41,12 @@ log = logging.getLogger(__name__)
 async def run_once(settings: Settings, out: TextIO) -> object:
     """Poll every show, deliver what is new (or print it without a token), send the daily
     digests that are due (as the clock's daily job would), and return."""
-    from bot.daily import post_daily
-    from bot.delivery import Deliverer
-    from bot.pipeline import print_report
-    from bot.pipeline import run_once as poll_once
-    from digests.fetch import make_http_client
-    from digests.render import Renderer
+    from bot.delivery.deliverer import Deliverer
+    from bot.jobs.daily import post_daily
+    from bot.jobs.pipeline import print_report
+    from bot.jobs.pipeline import run_once as poll_once
+    from digests.render.renderer import Renderer
+    from digests.sources.fetch import make_http_client
 
     store = await asyncio.to_thread(open_store, settings)
     try:
@@ -75,7 +75,7 @@ async def run_once(settings: Settings, out: TextIO) -> object:
 
 def _listen(settings: Settings) -> socket.socket | None:
     """The HTTP socket, bound before anything starts (None in Socket Mode)."""
-    from bot.listen import listen
+    from bot.server.listen import listen
 
     return None if settings.slack_app_token else listen("0.0.0.0", settings.port)
 
@@ -85,9 +85,9 @@ async def _web(
 ) -> None:
     """The Bolt app over HTTP on ``sock`` (or Socket Mode with an app token) until ``stop``
     is set."""
-    from bot.app import build_app
-    from bot.server import build_asgi, serve
-    from digests.render import Renderer
+    from bot.listeners.app import build_app
+    from bot.server.asgi import build_asgi, serve
+    from digests.render.renderer import Renderer
 
     store = await asyncio.to_thread(lambda: open_store(settings, wait=REQUEST_DB_WAIT))
     await tokens_at_rest(settings)
@@ -98,7 +98,7 @@ async def _web(
     settle_heap()
     try:
         if settings.slack_app_token:
-            from bot.socket_mode import start_socket_mode
+            from bot.server.socket_mode import start_socket_mode
 
             handler = await start_socket_mode(app, settings.slack_app_token)
             log.warning("connected over Socket Mode")
@@ -142,7 +142,7 @@ async def run_web(settings: Settings) -> None:
             "serve needs SLACK_SIGNING_SECRET (HTTP) or SLACK_APP_TOKEN (Socket Mode)"
         )
     sock = _listen(settings)
-    from bot.ops import ProcessOps
+    from bot.process import ProcessOps
 
     ops = ProcessOps.bind(settings)
     try:
@@ -152,8 +152,8 @@ async def run_web(settings: Settings) -> None:
 
 
 async def run_clock(settings: Settings) -> None:
-    from bot.ops import ProcessOps
-    from bot.scheduler import run_clock as clock
+    from bot.jobs.scheduler import run_clock as clock
+    from bot.process import ProcessOps
 
     ops = ProcessOps.bind(settings, clock=True)
     try:
@@ -166,8 +166,8 @@ async def run_all(settings: Settings) -> None:
     """One process: the web app (when Slack credentials are set) beside the clock."""
     web = _can_serve(settings)
     sock = _listen(settings) if web else None
-    from bot.ops import ProcessOps
-    from bot.scheduler import run_clock as clock
+    from bot.jobs.scheduler import run_clock as clock
+    from bot.process import ProcessOps
 
     ops = ProcessOps.bind(settings, clock=True)
     stop = _stop_on_signals()
@@ -190,8 +190,8 @@ def recap_week(value: str | None, now: datetime, tz: ZoneInfo) -> tuple[int, int
     (``2026-W41``, ``w41``, ``last``, ``this``, a date); none given: the last complete
     week in ``tz``, whatever the time of day (unlike the scheduled recap, which waits for
     its hour)."""
-    from bot.commands.model import Week
-    from bot.commands.parse import parse_command
+    from bot.listeners.commands.model import Week
+    from bot.listeners.commands.parse import parse_command
 
     today = now.astimezone(tz).date()
     command = parse_command(f"week {value or 'last'}", (), today)
@@ -213,9 +213,9 @@ async def recap(
     """``digestbot recap``: print the week's recap, or post it to each of ``channels`` (once
     each)."""
     from bot.catalog import live
-    from bot.recap_build import weekly
-    from digests.render import Renderer
+    from bot.jobs.recap_build import weekly
     from digests.render.recap import recap_text, render_recap
+    from digests.render.renderer import Renderer
 
     if post and not channels:
         raise ConfigError("--post needs --channel C… (the Slack channel ID to post to)")
@@ -267,7 +267,8 @@ async def _post_recap(
 ) -> int:
     """Through the same ledger as the scheduled recap, so it never lands twice; to every
     channel, one refusing it leaves the others posted (and is the error line)."""
-    from bot.delivery import Deliverer, Delivery
+    from bot.delivery.deliverer import Deliverer
+    from bot.delivery.items import Delivery
 
     team_id = await resolve_team_id(settings)
     items = [

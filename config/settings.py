@@ -21,7 +21,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from digests.daily import DEFAULT_TIME, BadTime, parse_time_of_day
+from digests.decide.daily import DEFAULT_TIME, BadTime, parse_time_of_day
 from digests.errors import ConfigError
 from digests.pulls import PrRules
 from digests.types import MENTIONS, PrMode
@@ -229,7 +229,7 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"
     # The HTTP server: a request whose headers are not all in after this many seconds is
     # closed; connections per process at most (default: 4096, or fewer under a lower
-    # file-descriptor limit). See bot/http_guard.py.
+    # file-descriptor limit). See bot/server/http_guard.py.
     http_header_timeout: float = Field(default=10.0, gt=0, le=300)
     http_max_connections: int | None = Field(default=None, ge=1)
 

@@ -46,7 +46,7 @@ from zoneinfo import ZoneInfo
 
 from stop_words import get_stop_words
 
-from digests.decide import matches
+from digests.decide.deliveries import matches
 from digests.errors import DigestError
 from digests.filters import Filter
 from digests.models import Episode, PrInfo, RecapEpisode, RecapPullRequest, WeeklyRecap

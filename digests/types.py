@@ -83,7 +83,7 @@ class FetchState:
 class PlanInputs:
     """What the store says, in the read a poll starts with, about what a plan of the show
     would read: if none of it moved since a plan that found nothing due, an unchanged feed
-    need not be planned again (``bot.poll_state``)."""
+    need not be planned again (``bot.jobs.poll_state``)."""
 
     subscriptions: int = 0  # grows with every write to the show's subscriptions
     episodes: int = 0  # grows with every statement writing the show's episodes
@@ -228,7 +228,8 @@ class PrDetails:
 
 
 class RowStep(StrEnum):
-    """What a delivery with a ledger row does next (:func:`digests.decide.ledger_step`)."""
+    """What a delivery with a ledger row does next
+    (:func:`digests.decide.deliveries.ledger_step`)."""
 
     NOTHING = "nothing"  # posted and unchanged
     EDIT = "edit"  # posted, and the content changed since

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from digests.models import Chapter, Episode, PrInfo, PrTime, PullRequestRef
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "docs" / "examples"

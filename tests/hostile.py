@@ -29,7 +29,7 @@ def status(field):
     return 0
 
 from digests.errors import FetchError
-from digests.fetch import fetch_sync
+from digests.sources.fetch import fetch_sync
 
 url, max_bytes = sys.argv[1], int(sys.argv[2])
 before = status("VmRSS")
@@ -60,7 +60,7 @@ class ChildPeak:
 def fetch_peak_in_child(
     url: str, max_bytes: int = 20 * MB, timeout: float = 120.0, code: str | None = None
 ) -> ChildPeak:
-    """Fetch ``url`` with :func:`digests.fetch.fetch_sync` in a fresh interpreter (run in
+    """Fetch ``url`` with :func:`digests.sources.fetch.fetch_sync` in a fresh interpreter (run in
     ``code``, another checkout, to measure its ``digests`` instead of this one's)."""
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, url, str(max_bytes)],

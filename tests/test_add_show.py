@@ -3,7 +3,7 @@ button clicks against the real app, the Slack fake (``users.info``) and a loopba
 server, on SQLite and PostgreSQL.
 
 The feed server is on 127.0.0.1, which the guard refuses: the tests that must reach it say
-so with ``digests.added_feeds.pretend_public`` (test-only, one host and port), never with a
+so with ``digests.sources.added_feeds.pretend_public`` (test-only, one host and port), never with a
 setting."""
 
 from __future__ import annotations
@@ -17,20 +17,20 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from bot.commands.add_show import ADD_ACTION, CANCEL_ACTION, show_name
-from bot.commands.model import CommandError
-from bot.commands.shows_parse import AddShow, RemoveShow, head_word, parse_show_command
-from bot.daily import daily_deliveries
-from bot.delivery import Deliverer
-from bot.enrichment import attach_details, enrich_shows, github_client, make_github_http
-from bot.pipeline import run_once
-from bot.recap import recap_deliveries
-from bot.scheduler import Clock
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.daily import daily_deliveries
+from bot.jobs.enrichment import attach_details, enrich_shows, github_client, make_github_http
+from bot.jobs.pipeline import run_once
+from bot.jobs.recap import recap_deliveries
+from bot.jobs.scheduler import Clock
+from bot.listeners.commands.add_show import ADD_ACTION, CANCEL_ACTION, show_name
+from bot.listeners.commands.model import CommandError
+from bot.listeners.commands.shows_parse import AddShow, RemoveShow, head_word, parse_show_command
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.added_feeds import pretend_public, refusal
-from digests.fetch import make_http_client
 from digests.models import Episode, PullRequestRef
-from digests.render import Renderer
+from digests.render.renderer import Renderer
+from digests.sources.added_feeds import pretend_public, refusal
+from digests.sources.fetch import make_http_client
 from digests.store import Store
 from digests.store.schema import subscriptions
 from tests.feedserver import FeedServer

@@ -12,11 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.app import build_app
-from bot.server import build_asgi
+from bot.listeners.app import build_app
+from bot.server.asgi import build_asgi
 from config.settings import Settings
 from digests.models import PullRequestRef
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from digests.types import FetchState
 from tests.fixtures.app import (

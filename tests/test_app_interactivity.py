@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from digests.models import PullRequestRef
-from digests.render import Renderer
 from digests.render.blocks import button_value
+from digests.render.renderer import Renderer
 from tests.fixtures.app import (
     CHANNEL,
     PAGE_URL,

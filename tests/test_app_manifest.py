@@ -6,8 +6,8 @@ from typing import Any
 
 import yaml
 
-from bot import messages
-from bot.interactivity import KEY_PRS_ACTION, NEARBY_ACTION
+from bot.listeners.interactivity import KEY_PRS_ACTION, NEARBY_ACTION
+from bot.messages.basics import COMMAND
 from config.settings import bundled_path
 from digests.render.environment import default_templates_dir
 
@@ -21,7 +21,7 @@ def manifest() -> dict[str, Any]:
 def test_command_scopes_events_interactivity_home_socket_mode() -> None:
     m = manifest()
     (command,) = m["features"]["slash_commands"]
-    assert command["command"] == messages.COMMAND
+    assert command["command"] == COMMAND
     assert len(command["description"]) <= 100 and len(command["usage_hint"]) <= 1000
     assert command["should_escape"] is False  # we parse the raw text ourselves
     scopes = set(m["oauth_config"]["scopes"]["bot"])

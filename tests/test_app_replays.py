@@ -7,7 +7,7 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
-from bot.replay import replay_key
+from bot.middleware.replay import replay_key
 from digests.render.blocks import button_value
 from tests.fixtures.app import CHANNEL, TEAM, USER, RunningApp, wait_for
 

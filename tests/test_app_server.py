@@ -11,11 +11,11 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from bot.app import build_app
-from bot.server import build_asgi, listen, serve
+from bot.listeners.app import build_app
+from bot.server.asgi import build_asgi, listen, serve
 from config.settings import Settings
 from digests.models import Episode
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from tests.fixtures.app import AppServer, SlackSender, assert_valid_message
 from tests.slackfake import SlackFake

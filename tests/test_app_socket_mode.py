@@ -15,12 +15,12 @@ import pytest
 from aiohttp import WSMsgType, web
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.app import build_app
-from bot.slack import make_web_client
-from bot.socket_mode import start_socket_mode
+from bot.delivery.slack import make_web_client
+from bot.listeners.app import build_app
+from bot.server.socket_mode import start_socket_mode
 from config.settings import Settings
 from digests.models import Episode
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from tests.fixtures.app import CHANNEL, TEAM, USER, assert_valid_message, wait_for
 from tests.slackfake import SlackFake

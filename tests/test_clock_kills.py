@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from digests.extract import build_episodes
+from digests.extract.episodes import build_episodes
 from digests.parse import parse_bytes
 from digests.store import Store
 from digests.store.ledger import Ledger, LedgerRow
@@ -275,7 +275,7 @@ def test_a_clock_killed_at_any_point_leaves_each_channel_one_message(
         clocks.append(survivor)
         # Its own job has run (the log line comes after its delivery): a recap job runs
         # once, a daily one every minute, so what it did not post now is left to recovery.
-        reported = f"INFO bot.{kind}: "
+        reported = f"INFO bot.jobs.{kind}: "
         assert wait_for(lambda: survivor.logged(reported), timeout=90), survivor.lines[-20:]
         if point == "after-last-post":
             victim.signal(signal.SIGCONT)

@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.pipeline import run_once
 from config.settings import Settings, ShowConfig
 from digests.store import Store
 from tests.feedserver import FeedServer

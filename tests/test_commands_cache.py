@@ -7,13 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.app import build_app
-from bot.commands.base import Deps, Invocation
-from bot.commands.cache import SingleFlight, TtlCache, cache_key
-from bot.server import build_asgi
+from bot.listeners.app import build_app
+from bot.listeners.commands.base import Deps, Invocation
+from bot.listeners.commands.cache import SingleFlight, TtlCache, cache_key
+from bot.server.asgi import build_asgi
 from config.settings import Settings
 from digests.models import Episode
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from tests.fixtures.app import (
     APP_NOW,

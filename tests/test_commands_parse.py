@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from bot.commands.model import (
+from bot.listeners.commands.model import (
     SHAREABLE,
     CommandError,
     Help,
@@ -23,8 +23,8 @@ from bot.commands.model import (
     Unsubscribe,
     Week,
 )
-from bot.commands.parse import parse_command, unparse
-from bot.commands.replies import read_share_value, share_value, with_share
+from bot.listeners.commands.parse import parse_command, unparse
+from bot.listeners.commands.replies import read_share_value, share_value, with_share
 
 ONE = ["PyTorch"]
 TWO = ["PyTorch", "Rust Weekly"]

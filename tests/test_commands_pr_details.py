@@ -6,12 +6,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.commands.base import Deps
-from bot.commands.episodes import pr
-from bot.commands.model import Pr
+from bot.listeners.commands.base import Deps
+from bot.listeners.commands.episodes import pr
+from bot.listeners.commands.model import Pr
 from config.settings import Settings, ShowConfig
 from digests.models import Episode, PullRequestRef
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from digests.store.pr_details import PrDetailsStore
 from digests.types import PrDetails

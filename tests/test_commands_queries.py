@@ -8,9 +8,10 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from bot.app import build_app
-from bot.commands.episodes import best_title_match, title_match, title_words
-from bot.commands.model import (
+from bot.delivery.slack import make_web_client
+from bot.listeners.app import build_app
+from bot.listeners.commands.episodes import best_title_match, title_match, title_words
+from bot.listeners.commands.model import (
     Command,
     CommandError,
     NearbyDate,
@@ -19,12 +20,11 @@ from bot.commands.model import (
     NearbyUrl,
     Week,
 )
-from bot.commands.parse import parse_command, unparse
-from bot.server import build_asgi
-from bot.slack import make_web_client
+from bot.listeners.commands.parse import parse_command, unparse
+from bot.server.asgi import build_asgi
 from config.settings import Settings
 from digests.models import Episode, PullRequestRef
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from tests.fixtures.app import PAGE_URL, AppServer, RunningApp, SlackSender
 from tests.slackfake import SlackFake

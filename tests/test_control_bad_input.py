@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot import messages as msg
+from bot.messages.usage import USAGE_SHORT
 from digests.filters import Filter
 from tests.fixtures.app import wait_for
 from tests.fixtures.control import START, Rig
@@ -141,7 +141,7 @@ async def test_help_lists_every_channel_control_with_the_filter_syntax(rig: Rig)
     assert rig.slash("frobnicate")[0].startswith("I don't know `frobnicate`. *digestbot")
     # The short usage (an error of no one subcommand) names them as well.
     for word in ("preview [show] [filter…]", "pause [show]", "resume [show]", "why <episode>"):
-        assert f"| {word}" in msg.USAGE_SHORT
+        assert f"| {word}" in USAGE_SHORT
 
 
 @pytest.mark.parametrize(

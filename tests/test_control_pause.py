@@ -8,9 +8,9 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from bot.commands.control_parse import parse_pause, parse_resume
-from bot.commands.model import CommandError, Pause, Resume
-from digests.decide import decide
+from bot.listeners.commands.control_parse import parse_pause, parse_resume
+from bot.listeners.commands.model import CommandError, Pause, Resume
+from digests.decide.deliveries import decide
 from digests.models import Episode
 from digests.types import Subscription
 from tests.fixtures.app import wait_for

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.commands.control_parse import parse_preview
-from bot.commands.model import CommandError, Preview
+from bot.listeners.commands.control_parse import parse_preview
+from bot.listeners.commands.model import CommandError, Preview
 from tests.fixtures.app import RunningApp, assert_no_raw_mentions, assert_valid_message
 from tests.fixtures.control import START, Rig
 

@@ -14,14 +14,14 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from bot.delivery import Deliverer
+from bot.delivery.deliverer import Deliverer
 from config.settings import ShowConfig
+from digests.decide.why import Delivered, Reason, explain
 from digests.filters import Verdict
 from digests.models import Episode
 from digests.store import Store
 from digests.store.ledger import Ledger
 from digests.types import FetchState, LedgerState, Subscription
-from digests.why import Delivered, Reason, explain
 from tests.feedserver import FeedServer
 from tests.fixtures.app import make_settings
 from tests.fixtures.control import START, Clock, Rig, app_with_clock

@@ -8,9 +8,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.commands.model import DAILY_OFF, CommandError, Subscribe
-from bot.commands.parse import parse_command, unparse
-from digests.daily import (
+from bot.listeners.commands.model import DAILY_OFF, CommandError, Subscribe
+from bot.listeners.commands.parse import parse_command, unparse
+from digests.decide.daily import (
     Arrival,
     BadTime,
     channel_episodes,
@@ -21,9 +21,9 @@ from digests.daily import (
     window,
 )
 from digests.models import Episode, PullRequestRef
-from digests.render import Renderer
 from digests.render.daily import render_daily
 from digests.render.limits import BLOCKS_PER_MESSAGE, MESSAGE_TEXT_BUDGET, message_text_size
+from digests.render.renderer import Renderer
 from digests.types import Subscription
 
 BERLIN = ZoneInfo("Europe/Berlin")

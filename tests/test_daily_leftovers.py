@@ -15,9 +15,9 @@ import sqlalchemy as sa
 from pydantic import ValidationError
 
 from bot import service
-from bot.daily import post_daily
+from bot.jobs.daily import post_daily
 from config.settings import Settings, ShowConfig
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from digests.store.ledger import Ledger
 from digests.store.schema import subscriptions

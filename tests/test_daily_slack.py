@@ -13,11 +13,11 @@ import pytest
 import sqlalchemy as sa
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from bot.daily import DAILY_JOB_ID, daily_job, post_daily
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.daily import DAILY_JOB_ID, daily_job, post_daily
+from bot.jobs.pipeline import run_once
 from config.settings import ShowConfig
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from digests.store.schema import subscriptions
 from tests.feedserver import FeedServer

@@ -1,4 +1,5 @@
-"""digests.decide: which deliveries are due, next poll times, feed notices — as tables."""
+"""digests.decide.deliveries: which deliveries are due, next poll times, feed notices — as
+tables."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from digests.decide import (
+from digests.decide.deliveries import (
     FAILING_AFTER,
     candidate_episodes,
     decide,

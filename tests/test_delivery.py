@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.delivery import Deliverer, Delivery
-from bot.outbox import PrintOutbox, metadata_for
+from bot.delivery.deliverer import Deliverer
+from bot.delivery.items import Delivery
+from bot.delivery.outbox import PrintOutbox, metadata_for
 from digests.store import Store
 from digests.store.ledger import Ledger
 from tests.fixtures.delivery import copies, digest, keys_in, slack_outbox, thread

@@ -1,6 +1,7 @@
 """An edited episode brings its whole delivery in line: the digest and its thread replies.
 
-End to end through ``bot.pipeline.run_once``, a feed on loopback, the Slack fake and a real store:
+End to end through ``bot.jobs.pipeline.run_once``, a feed on loopback, the Slack fake and a real
+store:
 each reply part is updated in place, posted when missing, deleted when no longer needed, and
 never doubled — not on the next poll, not after a failure or a crash midway.
 """
@@ -16,9 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.delivery import Deliverer, Delivery
-from bot.outbox import EVENT_TYPE, PrintOutbox, metadata_for
-from bot.pipeline import run_once
+from bot.delivery.deliverer import Deliverer
+from bot.delivery.items import Delivery
+from bot.delivery.outbox import EVENT_TYPE, PrintOutbox, metadata_for
+from bot.jobs.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.store import Store
 from digests.store.ledger import Ledger

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.delivery import Deliverer
-from bot.scheduler import Clock
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.scheduler import Clock
 from digests.errors import StoreError
 from digests.store import Store
 from digests.store.ledger import Ledger

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from bot.delivery import Deliverer, Delivery
+from bot.delivery.deliverer import Deliverer
+from bot.delivery.items import Delivery
+from bot.delivery.outbox import Category, Outbox, PostFailure, SlackOutbox, metadata_for
 from bot.delivery.paced import Meter, PacedOutbox, Policy
-from bot.outbox import Category, Outbox, PostFailure, SlackOutbox, metadata_for
 from config.settings import Settings
 from digests.store import Store
 from tests.fixtures.delivery import digest, slack_outbox

@@ -11,10 +11,11 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from bot.commands.model import Subscribe
-from bot.commands.parse import parse_command
-from bot.delivery import Deliverer, paused_notice
-from bot.pipeline import run_once
+from bot.delivery.deliverer import Deliverer
+from bot.delivery.pausing import paused_notice
+from bot.jobs.pipeline import run_once
+from bot.listeners.commands.model import Subscribe
+from bot.listeners.commands.parse import parse_command
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.store import Store
 from digests.types import Subscription

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.outbox import EVENT_TYPE
-from digests.extract import build_episodes
+from bot.delivery.outbox import EVENT_TYPE
+from digests.extract.episodes import build_episodes
 from digests.parse import parse_bytes
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from digests.store.ledger import Ledger, LedgerRow
 from tests.feedserver import FeedServer
@@ -34,7 +34,7 @@ RUN_ONCE = [sys.executable, "-m", "bot", "run", "--once"]
 
 CLOCK = """
 import asyncio, logging, sys
-from bot.scheduler import run_clock
+from bot.jobs.scheduler import run_clock
 from config.settings import load_settings
 logging.basicConfig(level=logging.WARNING)
 sweep = float(sys.argv[1]) if len(sys.argv) > 1 else 30.0

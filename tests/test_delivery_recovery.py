@@ -20,12 +20,13 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from bot.delivery import Deliverer, Delivery
-from bot.outbox import EVENT_TYPE, metadata_for
-from bot.pipeline import poll_show
-from bot.sweeper import Sweeper
+from bot.delivery.deliverer import Deliverer
+from bot.delivery.items import Delivery
+from bot.delivery.outbox import EVENT_TYPE, metadata_for
+from bot.jobs.pipeline import poll_show
+from bot.jobs.sweeper import Sweeper
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.decide import episode_key
+from digests.decide.deliveries import episode_key
 from digests.store import Store
 from digests.store.ledger import Ledger, OwnerLock, ShowLock, ShowLocks
 from tests.feedserver import FeedServer

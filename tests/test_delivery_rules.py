@@ -1,11 +1,11 @@
-"""digests.decide.ledger_step: what a ledger row calls for, the one rule both the planner
+"""digests.decide.deliveries.ledger_step: what a ledger row calls for, the one rule both the planner
 (``decide``) and the deliverer ask."""
 
 from __future__ import annotations
 
 import pytest
 
-from digests.decide import _action, ledger_step
+from digests.decide.deliveries import _action, ledger_step
 from digests.types import Action, LedgerEntry, LedgerState, RowStep
 
 S = LedgerState

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.metrics import Metrics, StoreCollector
+from bot.ops.metrics import Metrics, StoreCollector
 from digests.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

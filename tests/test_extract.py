@@ -8,19 +8,14 @@ from datetime import UTC, datetime
 import isodate
 import pytest
 
-from digests import extract
-from digests.extract import (
-    build_episodes,
-    duration_seconds,
-    headline,
-    lead,
-    nearby,
-    published_at,
-    pull_requests,
-    summary,
-    transcript,
-)
+from digests.extract import prs, sentences
+from digests.extract.durations import duration_seconds
+from digests.extract.episodes import build_episodes
+from digests.extract.headline import headline
+from digests.extract.prs import pull_requests
+from digests.extract.summary import lead, nearby, summary, transcript
 from digests.models import ParsedSource, PullRequestRef, RawEntry
+from digests.parse.dates import published_at
 from digests.types import UNKNOWN_DATE
 
 REPO = "pytorch/pytorch"
@@ -266,7 +261,7 @@ def test_pull_request_context_of_a_huge_sentence_is_clipped_around_the_mention()
     assert ref.number == 77
     assert "PR 77" in ref.context
     assert ref.context.startswith("…") and ref.context.endswith("…")
-    assert len(ref.context) <= extract.MAX_CONTEXT + 2
+    assert len(ref.context) <= sentences.MAX_CONTEXT + 2
 
 
 def test_pull_requests_in_text_with_length_changing_lowercase() -> None:
@@ -279,7 +274,7 @@ def test_pull_requests_in_text_with_length_changing_lowercase() -> None:
 
 def test_pull_requests_are_capped() -> None:
     text = " ".join(f"PR {n}." for n in range(1, 1000))
-    assert len(pull_requests(text, REPO)) == extract.MAX_PULL_REQUESTS
+    assert len(pull_requests(text, REPO)) == prs.MAX_PULL_REQUESTS
 
 
 @pytest.mark.parametrize(

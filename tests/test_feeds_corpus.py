@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from digests.errors import FeedParseError
-from digests.extract import build_episodes
+from digests.extract.episodes import build_episodes
 from digests.parse import parse_bytes
 from tests.feeds_corpus import corpus_dir, corpus_files, unpack
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from digests.errors import FeedParseError
-from digests.extract import build_episodes
+from digests.extract.episodes import build_episodes
 from digests.models import Episode
 from digests.parse import parse_bytes
 from digests.parse.text import MAX_ENTRIES, MAX_TEXT

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.pipeline import poll_show
+from bot.jobs.pipeline import poll_show
 from config.settings import ShowConfig
 from digests.store import Store
 from tests.feedserver import FeedServer

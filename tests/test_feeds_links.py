@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from digests.extract import build_episodes
+from digests.extract.episodes import build_episodes
 from digests.models import Episode
 from digests.parse import parse_bytes
 from digests.parse.links import feed_base, resolve

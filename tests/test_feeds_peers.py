@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from digests.extract import build_episodes
+from digests.extract.episodes import build_episodes
 from digests.parse import parse_bytes
 from tests.feeds_corpus import corpus_dir
 from tests.peer_parity import (

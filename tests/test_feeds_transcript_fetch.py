@@ -10,18 +10,18 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-import digests.fetch
-from digests.extract import build_episodes
-from digests.fetch import make_http_client
-from digests.full_transcripts import (
+import digests.sources.fetch
+from digests.extract.episodes import build_episodes
+from digests.linked.documents import MAX_ATTEMPTS
+from digests.linked.transcripts import (
     TranscriptReport,
     attach_transcripts,
     choose_link,
     decode_transcript,
 )
-from digests.linked import MAX_ATTEMPTS
 from digests.models import Episode, TranscriptLink, guid_key
 from digests.parse import parse_bytes
+from digests.sources.fetch import make_http_client
 from digests.store import Store
 from digests.store.transcripts import TranscriptStore
 from tests.feedserver import FeedServer
@@ -145,8 +145,10 @@ async def test_a_redirect_to_a_private_address_is_refused_for_a_user_added_show(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # 127.0.0.1 plays a public host here; the redirect's target is a private one.
-    public = digests.fetch.is_public_address
-    monkeypatch.setattr(digests.fetch, "is_public_address", lambda a: a == "127.0.0.1" or public(a))
+    public = digests.sources.fetch.is_public_address
+    monkeypatch.setattr(
+        digests.sources.fetch, "is_public_address", lambda a: a == "127.0.0.1" or public(a)
+    )
     feed_server.route("/private.vtt", VTT, content_type="text/vtt")
     feed_server.redirect("/t.vtt", f"http://10.0.0.1:{feed_server.port}/private.vtt")
     before = episodes_linking(feed_server, "/t.vtt", "text/vtt")
@@ -269,7 +271,7 @@ def test_decode_transcript(content: bytes, content_type: str | None, expected: s
 async def test_the_poll_stores_episodes_read_with_their_transcripts(
     feed_server: FeedServer, client: httpx.AsyncClient, store: Store
 ) -> None:
-    from bot.pipeline import poll_show
+    from bot.jobs.pipeline import poll_show
     from config.settings import ScheduleConfig, Settings, ShowConfig
 
     feed_server.route("/t/ep-1.vtt", VTT, content_type="text/vtt")

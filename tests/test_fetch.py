@@ -1,4 +1,5 @@
-"""digests.fetch against a real HTTP server on 127.0.0.1 (tests/feedserver.py) and real files."""
+"""digests.sources.fetch against a real HTTP server on 127.0.0.1 (tests/feedserver.py) and real
+files."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import httpx
 import pytest
 
 from digests.errors import FetchError
-from digests.fetch import (
+from digests.sources.fetch import (
     PrivateAddressRefused,
     fetch,
     fetch_sync,

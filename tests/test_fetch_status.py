@@ -1,4 +1,4 @@
-"""digests.fetch's status and redirect tables, answered in memory (httpx.MockTransport): no
+"""digests.sources.fetch's status and redirect tables, answered in memory (httpx.MockTransport): no
 sockets, no DNS. ``feed_server`` here is :class:`MockFeeds`, a stand-in with the loopback
 server's API (route, redirect, url, requests) and its 304 rules; the address guard, timeouts
 and size caps keep the real server (tests/test_fetch.py)."""
@@ -17,7 +17,7 @@ import pytest
 
 from digests import errors
 from digests.errors import FetchError
-from digests.fetch import ACCEPT, USER_AGENT, FeedHTTPError, FeedUnavailable, fetch
+from digests.sources.fetch import ACCEPT, USER_AGENT, FeedHTTPError, FeedUnavailable, fetch
 from tests.feedserver import RecordedRequest
 
 RSS = b"""<?xml version="1.0"?><rss version="2.0"><channel><title>PyTorch</title></channel></rss>"""
@@ -293,7 +293,7 @@ async def test_http_errors(
 async def test_http_errors_are_digest_errors_with_one_line(
     client: httpx.AsyncClient, feed_server: MockFeeds
 ) -> None:
-    # The error tree lives in digests.errors; digests.fetch re-exports the same classes.
+    # The error tree lives in digests.errors; digests.sources.fetch re-exports the same classes.
     assert (FeedHTTPError, FeedUnavailable) == (errors.FeedHTTPError, errors.FeedUnavailable)
     url = feed_server.route("/feed.xml", b"", status=429, headers={"Retry-After": "7"})
     with pytest.raises(errors.DigestError) as info:

@@ -10,11 +10,11 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
-from bot.sweeper import Sweeper
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.pipeline import run_once
+from bot.jobs.sweeper import Sweeper
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.follows import StateHit, by_person, episode_hits, state_hits
+from digests.decide.follows import StateHit, by_person, episode_hits, state_hits
 from digests.models import Episode, PullRequestRef
 from digests.store import Store
 from digests.store.follows import Added, FollowStore

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.commands.base import Deps
-from bot.commands.episodes import latest
-from bot.commands.model import Latest
-from bot.server import build_asgi
-from digests.render import Renderer
+from bot.listeners.commands.base import Deps
+from bot.listeners.commands.episodes import latest
+from bot.listeners.commands.model import Latest
+from bot.server.asgi import build_asgi
 from digests.render.blocks import button_value
+from digests.render.renderer import Renderer
 from digests.store import Store
 from digests.store.pr_details import PrDetailsStore
 from digests.types import PrDetails
@@ -73,8 +73,8 @@ def test_latest_shows_titles(github_app: RunningApp) -> None:
 
 
 def test_unfurl_and_home_show_titles(github_app: RunningApp) -> None:
-    from bot.home import load_home
-    from bot.unfurl import unfurls_for
+    from bot.listeners.home import load_home
+    from bot.listeners.unfurl import unfurls_for
 
     deps = Deps(github_app.settings, github_app.store, Renderer(), lambda: APP_NOW)
     latest_url = next(e.url for e in github_app.episodes if e.guid == "pytorch-2026-10-05")

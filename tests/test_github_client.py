@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from digests.github.client import GitHubClient
-from digests.github.wire import graphql_url
+from digests.enrich.client import GitHubClient
+from digests.enrich.wire import graphql_url
 from digests.types import PrDetails
 from tests.githubfake import GitHubFake
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from digests.github.client import GitHubClient
-from digests.github.enrich import enrich
+from digests.enrich.client import GitHubClient
+from digests.enrich.details import enrich
 from digests.models import Episode, PullRequestRef
 from digests.store import Store
 from digests.store.pr_details import PrDetailsStore

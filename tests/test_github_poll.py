@@ -17,11 +17,11 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.delivery import Deliverer
-from bot.enrichment import make_github_http
-from bot.pipeline import run_once
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.enrichment import make_github_http
+from bot.jobs.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.github.client import GitHubClient
+from digests.enrich.client import GitHubClient
 from digests.store import Store
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import rss, rss_item

@@ -11,8 +11,8 @@ from config.settings import ShowConfig
 from digests.models import Episode, PullRequestRef
 from digests.pulls import with_details
 from digests.recap import aggregate
-from digests.render import Renderer
 from digests.render.recap import recap_text, render_recap
+from digests.render.renderer import Renderer
 from digests.types import PrDetails
 
 REPO = "pytorch/pytorch"

@@ -27,17 +27,20 @@ def loaded_after(module: str) -> set[str]:
 @pytest.mark.parametrize(
     ("module", "forbidden"),
     [
-        ("digests.decide", {"sqlalchemy", "alembic", "slack_sdk", "slack_bolt", "apscheduler"}),
+        (
+            "digests.decide.deliveries",
+            {"sqlalchemy", "alembic", "slack_sdk", "slack_bolt", "apscheduler"},
+        ),
         ("digests.types", {"sqlalchemy", "alembic", "slack_sdk", "slack_bolt", "apscheduler"}),
-        ("bot.commands", {"apscheduler"}),
-        ("bot.recap_build", {"apscheduler"}),
+        ("bot.listeners.commands", {"apscheduler"}),
+        ("bot.jobs.recap_build", {"apscheduler"}),
         # What the CLI's processes start from: a command failing on its settings or its port
         # says so before the store, Slack or the web server are loaded.
         ("bot.service", {"sqlalchemy", "slack_sdk", "slack_bolt", "apscheduler", "uvicorn"}),
-        ("bot.listen", {"sqlalchemy", "slack_sdk", "slack_bolt", "apscheduler", "uvicorn"}),
+        ("bot.server.listen", {"sqlalchemy", "slack_sdk", "slack_bolt", "apscheduler", "uvicorn"}),
         # `run --once` polls, delivers and posts the daily digests without a scheduler.
-        ("bot.daily", {"apscheduler"}),
-        ("bot.pipeline", {"apscheduler"}),
+        ("bot.jobs.daily", {"apscheduler"}),
+        ("bot.jobs.pipeline", {"apscheduler"}),
     ],
 )
 def test_module_loads_no_io_library(module: str, forbidden: set[str]) -> None:
@@ -49,8 +52,11 @@ def test_module_loads_no_io_library(module: str, forbidden: set[str]) -> None:
     [
         # The slash commands answer from the store: the deliverer and the scheduled recap
         # are the clock's.
-        ("bot.commands", {"bot.delivery", "bot.recap", "bot.scheduler", "bot.outbox"}),
-        ("bot.ingest", {"bot.delivery", "bot.outbox", "digests.store"}),
+        (
+            "bot.listeners.commands",
+            {"bot.delivery", "bot.jobs.recap", "bot.jobs.scheduler", "bot.delivery.outbox"},
+        ),
+        ("bot.jobs.ingest", {"bot.delivery", "bot.delivery.outbox", "digests.store"}),
     ],
 )
 def test_module_loads_no_other_layer(module: str, forbidden: set[str]) -> None:

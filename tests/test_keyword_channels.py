@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.store import Store
 from tests.feedserver import FeedServer

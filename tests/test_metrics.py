@@ -1,10 +1,10 @@
-"""bot.metrics: one registry per Metrics (none global), label values from fixed sets."""
+"""bot.ops.metrics: one registry per Metrics (none global), label values from fixed sets."""
 
 from __future__ import annotations
 
 from prometheus_client import REGISTRY
 
-from bot.metrics import Metrics
+from bot.ops.metrics import Metrics
 from tests.githubfake import GitHubFake
 
 
@@ -43,7 +43,7 @@ def test_label_values_are_bounded() -> None:
 def test_a_cycle_report_counts_polls_episodes_and_dropped_pr_mentions() -> None:
     from datetime import UTC, datetime
 
-    from bot.cycle import PollResult, RunReport
+    from bot.jobs.cycle import PollResult, RunReport
     from digests.models import Episode, PullRequestRef
 
     now = datetime(2026, 12, 1, tzinfo=UTC)
@@ -81,7 +81,7 @@ async def test_github_calls_and_budget_as_the_fake_saw_them(github_fake: GitHubF
     from collections import Counter as Tally
     from datetime import UTC, datetime
 
-    from bot.enrichment import GitHubSession
+    from bot.jobs.enrichment import GitHubSession
     from config.settings import Settings
 
     github_fake.add_pr("pytorch/pytorch", 1, title="One")
@@ -108,7 +108,7 @@ async def test_github_calls_and_budget_as_the_fake_saw_them(github_fake: GitHubF
 
 
 def test_a_failed_poll_has_one_word_for_why() -> None:
-    from bot.poll_state import failure_reason
+    from bot.jobs.poll_state import failure_reason
     from digests.errors import (
         FeedHTTPError,
         FeedParseError,

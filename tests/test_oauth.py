@@ -18,14 +18,15 @@ import httpx
 import pytest
 import yaml
 
-from bot.app import build_app
-from bot.delivery import Deliverer, Delivery
-from bot.server import REDIRECT_PATH, build_asgi
-from bot.slack import make_web_client
-from bot.tokens import NOT_INSTALLED, TeamTokens, team_outbox
+from bot.delivery.deliverer import Deliverer
+from bot.delivery.items import Delivery
+from bot.delivery.slack import make_web_client
+from bot.delivery.tokens import NOT_INSTALLED, TeamTokens, team_outbox
+from bot.listeners.app import build_app
+from bot.server.asgi import REDIRECT_PATH, build_asgi
 from config.settings import DEFAULT_BOT_SCOPES, Settings, bundled_path
 from digests.errors import ConfigError
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from digests.store.installations import Installations
 from tests.fixtures.app import APP_NOW, AppServer, SlackSender, make_settings, wait_for

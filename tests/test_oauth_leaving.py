@@ -17,18 +17,19 @@ from typing import Any
 import httpx
 import pytest
 
-from bot import messages as msg
-from bot.app import build_app
-from bot.delivery import Deliverer, Delivery
-from bot.pipeline import run_once
-from bot.recap import post_recaps
+from bot.delivery.deliverer import Deliverer
+from bot.delivery.items import Delivery
+from bot.delivery.slack import make_web_client
+from bot.delivery.tokens import NOT_INSTALLED, TeamOutbox, team_outbox
+from bot.jobs.pipeline import run_once
+from bot.jobs.recap import post_recaps
+from bot.jobs.sweeper import Sweeper
+from bot.listeners.app import build_app
+from bot.messages.subscriptions import LIST_EMPTY
 from bot.runtime import sync_config_channels
-from bot.server import build_asgi
-from bot.slack import make_web_client
-from bot.sweeper import Sweeper
-from bot.tokens import NOT_INSTALLED, TeamOutbox, team_outbox
+from bot.server.asgi import build_asgi
 from config.settings import ShowConfig
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from digests.store.ledger import Ledger
 from tests.feedserver import FeedServer
@@ -181,7 +182,7 @@ async def test_a_workspace_that_uninstalls_gets_nothing_more_and_comes_back_clea
     subs = store.subscriptions(team_id=T1)
     assert [(s.channel_id, s.source, s.created_by) for s in subs] == [(C1_CONFIG, "config", None)]
     listed = await asyncio.to_thread(world.slash, T1, C1, U1, "list")
-    assert msg.LIST_EMPTY in json.dumps(listed, ensure_ascii=False)
+    assert LIST_EMPTY in json.dumps(listed, ensure_ascii=False)
     await asyncio.to_thread(world.slash, T1, C1, U1, "subscribe PyTorch")
     world.serve(episode(1), episode(2))
     third = await poll(world, clock, http, 40)

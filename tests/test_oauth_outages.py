@@ -13,13 +13,13 @@ from typing import Any
 import httpx
 import pytest
 
-from bot import messages as msg
-from bot.app import build_app
-from bot.server import build_asgi
-from bot.slack import make_web_client
-from bot.tokens import TeamTokens
+from bot.delivery.slack import make_web_client
+from bot.delivery.tokens import TeamTokens
+from bot.listeners.app import build_app
+from bot.messages.subscriptions import LIST_EMPTY
+from bot.server.asgi import build_asgi
 from config.settings import Settings
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from digests.store.installations import Installations
 from tests.fixtures.app import APP_NOW, AppServer, SlackSender, wait_for
@@ -85,7 +85,7 @@ def test_requests_are_answered_while_the_installations_cannot_be_read(down: Serv
     finally:
         sender.close()
     assert answer.status_code == 200
-    assert msg.LIST_EMPTY in json.dumps(answer.json(), ensure_ascii=False)
+    assert LIST_EMPTY in json.dumps(answer.json(), ensure_ascii=False)
     assert event.status_code == 200
 
 
@@ -111,7 +111,7 @@ def test_a_due_refresh_while_slack_is_out(served: Served, expires_in: int) -> No
     try:
         answer = sender.slash("list", team=T1, channel=C1, user=U1)
         assert answer.status_code == 200
-        assert msg.LIST_EMPTY in json.dumps(answer.json(), ensure_ascii=False)
+        assert LIST_EMPTY in json.dumps(answer.json(), ensure_ascii=False)
         if expires_in > 0:  # the token is good until it expires: it is used
             opened = {"type": "app_home_opened", "user": U1, "tab": "home"}
             assert sender.event(opened, team=T1).status_code == 200

@@ -17,12 +17,12 @@ from cryptography.fernet import Fernet
 from slack_sdk.oauth.installation_store.models.bot import Bot
 from slack_sdk.oauth.installation_store.models.installation import Installation
 
-from bot.app import build_app
+from bot.delivery.slack import make_web_client
+from bot.listeners.app import build_app
 from bot.runtime import tokens_at_rest
-from bot.server import build_asgi
-from bot.slack import make_web_client
+from bot.server.asgi import build_asgi
 from digests.errors import ConfigError, StoreError
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from digests.store.installations import Installations
 from tests.fixtures.app import APP_NOW, AppServer

@@ -1,6 +1,6 @@
 """A show whose feed is one episode page (``/latest``): when the page moves on to the next
 episode, that is a new post, not an edit of the last one. End to end through
-``bot.pipeline.run_once``, the page on loopback and the Slack fake."""
+``bot.jobs.pipeline.run_once``, the page on loopback and the Slack fake."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import httpx
 
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.store import Store
 from tests.feedserver import FeedServer

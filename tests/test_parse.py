@@ -10,7 +10,7 @@ import pytest
 from lxml import etree
 
 from digests.errors import FeedParseError
-from digests.extract import build_episodes
+from digests.extract.episodes import build_episodes
 from digests.models import Episode, ParsedSource
 from digests.parse import parse_bytes
 from digests.parse.text import MAX_ENTRIES, MAX_TEXT
@@ -801,7 +801,7 @@ def test_pathological_input_is_handled(data: bytes) -> None:
 
 
 def test_slack_syntax_kept_as_text_is_escaped_in_the_digest_and_names_its_pr() -> None:
-    from digests.render import Renderer
+    from digests.render.renderer import Renderer
 
     description = (
         "<p>Hello <!here>: see <https://github.com/pytorch/pytorch/pull/199960|the fix>.</p>"

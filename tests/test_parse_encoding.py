@@ -6,7 +6,7 @@ import pytest
 from lxml import etree
 
 from digests.errors import FeedParseError
-from digests.extract import build_episodes
+from digests.extract.episodes import build_episodes
 from digests.parse import parse_bytes
 
 DECL = b'<?xml version="1.0" encoding="UTF-8"?>\n'

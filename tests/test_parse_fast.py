@@ -18,11 +18,14 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter
 
-from digests import extract
-from digests.extract import build_episodes, published_at, pull_requests, summary, transcript
+from digests.extract import prs, sentences
+from digests.extract.episodes import build_episodes
+from digests.extract.prs import pull_requests
+from digests.extract.summary import summary, transcript
 from digests.models import Episode, ParsedSource, PullRequestRef, RawEntry
-from digests.parse import parse_bytes
+from digests.parse import dates, parse_bytes
 from digests.parse import text as t
+from digests.parse.dates import published_at
 from tests.benchmarks.bench_parse import make_feed
 
 DATA = Path(__file__).parent / "data"
@@ -109,8 +112,8 @@ def test_sentences_found_per_paragraph_equal_a_scan_of_the_whole_text() -> None:
     for _ in range(20_000):
         raw = "".join(rng.choice(_PR_PIECES) for _ in range(rng.randint(1, 30)))
         for text in (summary(raw), transcript(raw)):
-            general = extract._pull_requests(text, REPO)
-            fast = extract._pull_requests(text, REPO, text.lower(), normalised=True)
+            general = prs.scan_pull_requests(text, REPO)
+            fast = prs.scan_pull_requests(text, REPO, text.lower(), normalised=True)
             assert fast == general, repr(text)
             checked += bool(general)
     assert checked > 1000  # the generator does name PRs
@@ -130,7 +133,7 @@ def test_sentences_looked_up_near_a_mention_equal_those_of_a_full_scan() -> None
     checked = 0
     for _ in range(3_000):
         text = transcript("".join(rng.choice(_SENTENCE_PIECES) for _ in range(rng.randint(1, 40))))
-        near, scan = extract._NormalisedSentences(text), extract._SentenceList(text)
+        near, scan = sentences.NormalisedSentences(text), sentences.SentenceList(text)
         for pos, char in enumerate(text):
             if char.isspace() or char in "\"'()[].":
                 continue
@@ -162,7 +165,7 @@ def test_usual_rfc822_fast_path_agrees_with_email_utils_on_generated_dates() -> 
             )
         else:
             value = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 14)))
-        fast = extract._rfc822_usual(value)
+        fast = dates._rfc822_usual(value)
         if fast is None:
             continue
         fast_ones += 1
@@ -258,7 +261,7 @@ def test_pull_requests_across_paragraphs_keep_their_own_sentences() -> None:
     ],
 )
 def test_usual_rfc822_dates_agree_with_email_utils(value: str) -> None:
-    fast = extract._rfc822_usual(value)
+    fast = dates._rfc822_usual(value)
     expected = email.utils.parsedate_to_datetime(value).astimezone(UTC)
     assert fast == expected
     assert published_at(value) == expected
@@ -278,7 +281,7 @@ def test_usual_rfc822_dates_agree_with_email_utils(value: str) -> None:
     ],
 )
 def test_unusual_dates_are_left_to_the_general_path(value: str) -> None:
-    assert extract._rfc822_usual(value) is None
+    assert dates._rfc822_usual(value) is None
 
 
 @pytest.mark.parametrize(

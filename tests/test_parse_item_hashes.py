@@ -15,18 +15,18 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-import digests.extract
+import digests.extract.episodes
 import digests.parse.feeds
-from bot.pipeline import poll_show
+from bot.jobs.pipeline import poll_show
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.extract import build_episodes
+from digests.decide.update import decide_upsert
+from digests.extract.episodes import build_episodes
 from digests.models import Episode, ParsedSource
 from digests.parse import ItemHashes, parse_bytes
 from digests.parse.item_hashes import item_spans
 from digests.store import Store
 from digests.store.schema import episodes
 from digests.types import UNKNOWN_DATE, EpisodeStatus, StoredEpisode
-from digests.update import decide_upsert
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import rss, rss_item
 from tests.fixtures.store import SAMPLE_NOW
@@ -55,7 +55,7 @@ def text_work(monkeypatch: pytest.MonkeyPatch) -> tuple[Calls, Calls]:
     """(items the parser read, entries the extractor turned into episodes)."""
     return (
         Calls(monkeypatch, digests.parse.feeds, "_rss_item"),
-        Calls(monkeypatch, digests.extract, "extract_entry"),
+        Calls(monkeypatch, digests.extract.episodes, "extract_entry"),
     )
 
 

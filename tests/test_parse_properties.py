@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.ingest import storable
-from bot.pipeline import store_episodes
+from bot.jobs.ingest import storable
+from bot.jobs.pipeline import store_episodes
 from digests.errors import FeedParseError
-from digests.extract import build_episodes
+from digests.extract.episodes import build_episodes
 from digests.parse import parse_bytes
 from digests.store import Store
 from tests.fixtures.store import SAMPLE_NOW

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import httpx
 
-from bot.delivery import Deliverer
-from bot.outbox import PrintOutbox
-from bot.pipeline import poll_show, run_once
+from bot.delivery.deliverer import Deliverer
+from bot.delivery.outbox import PrintOutbox
+from bot.jobs.pipeline import poll_show, run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.store import Store
 from digests.store.ledger import Ledger

@@ -13,15 +13,15 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-import bot.ingest
-from bot.app import build_app
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
-from bot.server import build_asgi
-from bot.slack import make_web_client
+import bot.jobs.ingest
+from bot.delivery.deliverer import Deliverer
+from bot.delivery.slack import make_web_client
+from bot.jobs.pipeline import run_once
+from bot.listeners.app import build_app
+from bot.server.asgi import build_asgi
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.models import ParsedSource
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from tests.feedserver import FeedServer
 from tests.fixtures.app import SIGNING_SECRET, SlackSender, sign
@@ -38,7 +38,7 @@ class GatedParse:
     parses are in progress, whatever the machine's speed."""
 
     def __init__(self) -> None:
-        self.real = bot.ingest.parse_feed
+        self.real = bot.jobs.ingest.parse_feed
         self.lock = threading.Lock()
         self.started = 0
         self.finished = 0
@@ -132,7 +132,7 @@ async def test_slash_command_is_answered_while_a_big_feed_parses(
 ) -> None:
     settings = poll_settings([("PyTorch", feed_server.route("/big.xml", big_feed(3000)))])
     gate = GatedParse()
-    monkeypatch.setattr(bot.ingest, "parse_feed", gate)
+    monkeypatch.setattr(bot.jobs.ingest, "parse_feed", gate)
     response, parsing, statuses = await answer_while_parsing(
         settings, store, app_settings, slack_fake, deliverer, http, gate, started=1
     )
@@ -156,9 +156,9 @@ async def test_more_feeds_than_pool_workers_leave_the_pool_to_the_answer(
         for n in range(count)
     ]
     gate = GatedParse()
-    monkeypatch.setattr(bot.ingest, "parse_feed", gate)
+    monkeypatch.setattr(bot.jobs.ingest, "parse_feed", gate)
     # The slash answer goes to the same pool: the parses held must leave workers for it.
-    held = bot.ingest.parse_concurrency()
+    held = bot.jobs.ingest.parse_concurrency()
     assert 0 < held < POOL_WORKERS
     response, parsing, statuses = await answer_while_parsing(
         poll_settings(feeds), store, app_settings, slack_fake, deliverer, http, gate, held

@@ -12,12 +12,12 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.delivery import Deliverer
-from bot.pipeline import notice_deliveries, run_once
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.pipeline import notice_deliveries, run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.decide import feed_notice
-from digests.render import Renderer
+from digests.decide.deliveries import feed_notice
 from digests.render.limits import FALLBACK_TEXT, SECTION_TEXT
+from digests.render.renderer import Renderer
 from digests.store import Store
 from digests.types import FetchState, Subscription
 from tests.fixtures.delivery import rss, rss_item

@@ -1,6 +1,7 @@
 """One channel following several shows gets their digests oldest first, across shows.
 
-End to end through ``bot.pipeline.run_once``: two feeds on loopback, the Slack fake, a real store.
+End to end through ``bot.jobs.pipeline.run_once``: two feeds on loopback, the Slack fake, a real
+store.
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.store import Store
 from tests.feedserver import FeedServer

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from bot.ingest import FeedRead
-from bot.pipeline import failed_state, polled_state
-from bot.plan import PlanState, decide_due, render_due
+from bot.jobs.ingest import FeedRead
+from bot.jobs.pipeline import failed_state, polled_state
+from bot.jobs.plan import PlanState, decide_due, render_due
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.decide import episode_key
+from digests.decide.deliveries import episode_key
 from digests.errors import FeedUnavailable, FetchError
-from digests.fetch import FetchResult
 from digests.models import Episode
-from digests.render import Renderer
+from digests.render.renderer import Renderer
+from digests.sources.fetch import FetchResult
 from digests.types import Action, FetchState, LedgerEntry, LedgerState, Subscription
 
 NOW = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""An unchanged feed costs one read and one write per show at most (bot.poll_state: in a
+"""An unchanged feed costs one read and one write per show at most (bot.jobs.poll_state: in a
 cycle, one read for every show and one write for every 304), and skipping
 its plan changes nothing a poll posts: each test makes the feed answer 304 until the show's
 plan has been found quiet, then moves one thing a plan reads and checks the next 304 poll
@@ -16,9 +16,9 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from bot.cycle import RunReport
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.cycle import RunReport
+from bot.jobs.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.models import Episode
 from digests.store import Store

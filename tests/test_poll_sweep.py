@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
-from bot.sweeper import Sweeper
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.pipeline import run_once
+from bot.jobs.sweeper import Sweeper
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.store import Store
 from digests.store.ledger import Ledger, LedgerRow

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.delivery import Deliverer
+from bot.delivery.deliverer import Deliverer
 from config.settings import ShowConfig, load_settings
 from digests.errors import ConfigError
 from digests.store import Store

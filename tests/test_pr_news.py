@@ -10,10 +10,10 @@ from datetime import timedelta
 
 import httpx
 
-from bot.commands.model import Subscribe
-from bot.commands.parse import parse_command, unparse
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.pipeline import run_once
+from bot.listeners.commands.model import Subscribe
+from bot.listeners.commands.parse import parse_command, unparse
 from digests.store import Store
 from tests.feedserver import FeedServer
 from tests.fixtures.control import Rig

@@ -11,13 +11,13 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
+from digests.extract.timings import format_offset, pr_times
 from digests.models import Cue, PrTime
 from digests.parse.cues import transcript_cues
 from digests.store import Store
-from digests.timings import format_offset, pr_times
 from tests.feedserver import FeedServer
 from tests.slackfake import SlackFake
 from tests.test_delivery_edits import CHANNEL, NOW, TEAM
@@ -271,7 +271,7 @@ PSC = (
 
 
 def test_podlove_simple_chapters_are_read_from_the_item() -> None:
-    from digests.extract import build_episodes
+    from digests.extract.episodes import build_episodes
     from digests.parse import parse_bytes
     from digests.parse.chapters import npt_seconds
 

@@ -218,7 +218,7 @@ def test_refresh_due(details: PrDetails | None, episode_age: timedelta, expected
     assert refresh_due(details, NOW - episode_age, NOW) is expected
 
 
-@pytest.mark.parametrize("module", ["digests.pulls", "digests.github.wire"])
+@pytest.mark.parametrize("module", ["digests.pulls", "digests.enrich.wire"])
 def test_pure_core_loads_no_io_library(module: str) -> None:
     from tests.test_imports import loaded_after
 

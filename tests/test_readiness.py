@@ -9,10 +9,10 @@ import httpx
 import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.metrics import Metrics, StoreCollector
-from bot.ops import ProcessOps
-from bot.readiness import SlackProbe, database_probe, flag_probe
-from bot.server import ops_app
+from bot.ops.metrics import Metrics, StoreCollector
+from bot.ops.readiness import SlackProbe, database_probe, flag_probe
+from bot.process import ProcessOps
+from bot.server.asgi import ops_app
 from digests.store import Store
 from tests.fixtures.app import make_settings
 

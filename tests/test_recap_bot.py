@@ -1,4 +1,4 @@
-"""bot.recap: the recap from the store, delivered once through the ledger, on a cron.
+"""bot.jobs.recap: the recap from the store, delivered once through the ledger, on a cron.
 
 Real parts: the store (SQLite, and PostgreSQL when DIGESTBOT_TEST_POSTGRES_URL is set), the
 Deliverer with the Slack Web API fake (a real HTTP server), APScheduler's real scheduler.
@@ -20,9 +20,9 @@ import sqlalchemy as sa
 from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_JOB_MISSED, JobExecutionEvent
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from bot.delivery import Deliverer
-from bot.outbox import SlackOutbox, metadata_for
-from bot.recap import (
+from bot.delivery.deliverer import Deliverer
+from bot.delivery.outbox import SlackOutbox, metadata_for
+from bot.jobs.recap import (
     RECAP_JOB_ID,
     build_recap,
     covered_week,
@@ -33,11 +33,11 @@ from bot.recap import (
     recap_trigger,
     week_message,
 )
-from bot.sweeper import Sweeper
+from bot.jobs.sweeper import Sweeper
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.models import Episode
 from digests.recap import week_bounds
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from digests.store.ledger import Ledger
 from digests.store.schema import subscriptions
@@ -575,7 +575,7 @@ async def test_a_recap_missed_by_more_than_the_grace_waits_for_next_week(
             scheduler.shutdown(wait=False)
     assert missed == []
     assert slack_fake.messages("C1") == []
-    notes = [r for r in caplog.records if r.name == "bot.recap" and "missed" in r.getMessage()]
+    notes = [r for r in caplog.records if r.name == "bot.jobs.recap" and "missed" in r.getMessage()]
     assert [r.levelno for r in notes] == [logging.INFO]
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 

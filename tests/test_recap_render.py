@@ -14,7 +14,7 @@ from slack_sdk.models.blocks import Block
 from digests.errors import ConfigError
 from digests.models import Episode, WeeklyRecap
 from digests.recap import aggregate
-from digests.render import Renderer, limits
+from digests.render import limits
 from digests.render.environment import make_environment
 from digests.render.limits import Message
 from digests.render.recap import (
@@ -24,6 +24,7 @@ from digests.render.recap import (
     recap_title,
     render_recap,
 )
+from digests.render.renderer import Renderer
 from tests.fixtures.recap import episode, pr, sample_week
 
 UTC_TZ = ZoneInfo("UTC")

@@ -10,8 +10,8 @@ from jinja2 import Environment
 
 import digests.render.recap as recap_module
 from digests.recap import aggregate
-from digests.render import Renderer
 from digests.render.limits import Message
+from digests.render.renderer import Renderer
 from tests.test_recap_render import SHOWS, UTC_TZ, big_week, sample_recap
 
 

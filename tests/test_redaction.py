@@ -14,10 +14,12 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.pipeline import run_once
 from digests.errors import DigestError, FeedParseError, FetchError
-from digests.fetch import (
+from digests.parse import parse_bytes
+from digests.redact import redact_text, without_userinfo
+from digests.sources.fetch import (
     FeedHTTPError,
     FeedUnavailable,
     fetch,
@@ -25,8 +27,6 @@ from digests.fetch import (
     redact_url,
     redirect_target,
 )
-from digests.parse import parse_bytes
-from digests.redact import redact_text, without_userinfo
 from digests.store import Store
 from tests.feedserver import FeedServer
 from tests.fixtures.cli import one_line_error, run_cli, run_cli_process

@@ -16,11 +16,12 @@ from slack_sdk.models.blocks import Block
 
 from digests.errors import ConfigError
 from digests.models import Episode, PullRequestRef, RecapEpisode
-from digests.render import Message, Renderer, limits
 from digests.render import blocks as b
+from digests.render import limits
 from digests.render.environment import MrkdwnEnvironment
 from digests.render.escape import ELLIPSIS
-from digests.render.renderer import says_more
+from digests.render.limits import Message
+from digests.render.renderer import Renderer, says_more
 
 REPO = "https://github.com/pytorch/pytorch/pull"
 EVIL = "<!channel> & <https://evil.example|click>"

@@ -14,8 +14,8 @@ import pytest
 from slack_sdk.models.blocks import Block
 
 from digests.models import Episode
-from digests.render import Renderer, limits
 from digests.render import blocks as b
+from digests.render import limits
 from digests.render.environment import format_date, format_duration, make_environment
 from digests.render.escape import (
     ELLIPSIS,
@@ -29,6 +29,7 @@ from digests.render.escape import (
     truncate,
     unescape,
 )
+from digests.render.renderer import Renderer
 
 # -- mrkdwn ------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from config.settings import ShowConfig
 from digests.models import Episode, PullRequestRef
 from digests.pulls import with_details
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.types import PrDetails
 
 REPO = "pytorch/pytorch"

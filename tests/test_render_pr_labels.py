@@ -13,9 +13,10 @@ import pytest
 from config.settings import Settings, ShowConfig
 from digests.models import Episode, PrInfo
 from digests.recap import aggregate
-from digests.render import Renderer, pr_label, pr_repo
 from digests.render.limits import Message
+from digests.render.prs import pr_label, pr_repo
 from digests.render.recap import recap_text, render_recap
+from digests.render.renderer import Renderer
 from tests.fixtures.recap import episode, pr
 
 REPOS = {"PyTorch": "pytorch/pytorch", "JAX": "jax-ml/jax"}

@@ -1,5 +1,5 @@
 """Thread replies under delivered digests say only what the digest does not: run end to end
-through ``bot.pipeline.run_once``, a feed on loopback and the Slack fake."""
+through ``bot.jobs.pipeline.run_once``, a feed on loopback and the Slack fake."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.store import Store
 from tests.feedserver import FeedServer

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from bot.ingest import extract_episodes, parse_feed
+from bot.jobs.ingest import extract_episodes, parse_feed
 from digests.models import Episode, PrInfo, PullRequestRef
-from digests.render import Message, Renderer
+from digests.render.limits import Message
+from digests.render.renderer import Renderer
 from digests.store import Store
 
 REPO = "pytorch/pytorch"

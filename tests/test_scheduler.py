@@ -1,4 +1,4 @@
-"""bot.scheduler: the jobs it builds, and the clock running for real against the fakes."""
+"""bot.jobs.scheduler: the jobs it builds, and the clock running for real against the fakes."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from bot.delivery import Deliverer
-from bot.pipeline import RunReport
-from bot.scheduler import Clock, run_clock
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.pipeline import RunReport
+from bot.jobs.scheduler import Clock, run_clock
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.errors import SlackError
 from digests.store import Store

@@ -19,9 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.app import build_app
-from bot.server import build_asgi
-from digests.render import Renderer
+from bot.listeners.app import build_app
+from bot.server.asgi import build_asgi
+from digests.render.renderer import Renderer
 from digests.store import Store
 from tests.feedserver import FeedServer
 from tests.fixtures.app import AppServer, SlackSender, make_settings, wait_for

@@ -11,11 +11,11 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from bot.delivery import Deliverer
-from bot.ingest import storable
-from bot.pipeline import run_once, store_episodes
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.ingest import storable
+from bot.jobs.pipeline import run_once, store_episodes
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.extract import build_episodes
+from digests.extract.episodes import build_episodes
 from digests.models import Episode
 from digests.parse import parse_bytes
 from digests.store import Store
@@ -141,7 +141,7 @@ def test_an_item_no_column_can_take_is_skipped_and_the_rest_stored(
         _episode("c", duration_seconds=2**40),
     ]
     episodes = [_episode("good-1"), *bad, _episode("good-2")]
-    with caplog.at_level(logging.WARNING, logger="bot.ingest"):
+    with caplog.at_level(logging.WARNING, logger="bot.jobs.ingest"):
         kept, refused = storable("S", episodes)
     assert refused == 3
     assert [e.guid for e in kept] == ["good-1", "good-2"]

@@ -19,11 +19,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from digests.extract import build_episodes
-from digests.fetch import PrivateOrigin, PrivatePolicy, link_policy, make_http_client
-from digests.full_transcripts import linked_documents_phase
+from digests.extract.episodes import build_episodes
+from digests.linked.transcripts import linked_documents_phase
 from digests.models import guid_key
 from digests.parse import parse_bytes
+from digests.sources.fetch import PrivateOrigin, PrivatePolicy, link_policy, make_http_client
 from digests.store import Store
 from digests.store.transcripts import TranscriptStore
 from tests.feedserver import FeedServer

@@ -9,9 +9,9 @@ import zlib
 import httpx
 import pytest
 
-from digests.content_decoding import MAX_LAYERS, PIECE, BoundedDecoder, DecodingRefused
 from digests.errors import FetchError
-from digests.fetch import fetch
+from digests.sources.decoding import MAX_LAYERS, PIECE, BoundedDecoder, DecodingRefused
+from digests.sources.fetch import fetch
 from tests.feedserver import FeedServer
 from tests.hostile import MB, encoding_header, fetch_peak_in_child, zeros_bomb
 

@@ -19,12 +19,13 @@ from urllib.parse import urlencode
 import pytest
 from starlette.types import ASGIApp
 
-from bot import messages, server
-from bot.app import build_app
-from bot.odd_payloads import odd_shape, quiet_odd_shapes
-from bot.server import MAX_BODY, build_asgi
+from bot.listeners.app import build_app
+from bot.messages.errors import UNREADABLE_REQUEST
+from bot.middleware.odd_payloads import odd_shape, quiet_odd_shapes
+from bot.server import asgi as server
+from bot.server.asgi import MAX_BODY, build_asgi
 from config.settings import Settings
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from tests.fixtures.app import SIGNING_SECRET, RunningApp, sign
 from tests.hostile import MB, EndlessBody, chunked_request
@@ -273,7 +274,7 @@ def test_signed_odd_shapes_get_a_polite_reply(
 ) -> None:
     status, text = post(slack_app, body, signed_headers(body, content_type))
     assert status == 200, text
-    assert json.loads(text)["text"] == messages.UNREADABLE_REQUEST
+    assert json.loads(text)["text"] == UNREADABLE_REQUEST
 
 
 # Odd shapes that reach Bolt's matching (issue 26, smaller findings): Bolt raised inside a

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from bot.pipeline import PollResult, poll_show
+from bot.jobs.pipeline import PollResult, poll_show
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.addresses import is_public_address, literal_ip, names_private_host
 from digests.errors import FetchError
-from digests.fetch import PrivateOrigin, PrivatePolicy, fetch, private_policy
+from digests.sources.addresses import is_public_address, literal_ip, names_private_host
+from digests.sources.fetch import PrivateOrigin, PrivatePolicy, fetch, private_policy
 from digests.store import Store
 from tests.feedserver import FeedServer
 from tests.fixtures.cli import ROOT, one_line_error, run_cli

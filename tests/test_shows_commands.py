@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from bot.commands.model import (
+from bot.listeners.commands.model import (
     CommandError,
     Latest,
     NearbyDate,
@@ -27,8 +27,8 @@ from bot.commands.model import (
     Subscribe,
     Week,
 )
-from bot.commands.parse import parse_command, unparse
-from bot.server import build_asgi
+from bot.listeners.commands.parse import parse_command, unparse
+from bot.server.asgi import build_asgi
 from config.settings import Settings, ShowConfig
 from digests.models import Episode, PullRequestRef
 from digests.store import Store

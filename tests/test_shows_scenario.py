@@ -2,7 +2,7 @@
 
 PyTorch → pytorch/pytorch, JAX → jax-ml/jax, Triton → triton-lang/triton, in Asia/Tokyo.
 Feeds of 30–50 episodes are served by ``tests.feedserver`` (Triton's has an undated item in
-the middle), read by ``bot.pipeline.run_once`` and delivered to the Slack fake; channels
+the middle), read by ``bot.jobs.pipeline.run_once`` and delivered to the Slack fake; channels
 subscribe and ask through the signed slash-command path of the real app. Then episodes
 arrive between polls (two in one poll, one backdated below the newest), and each channel
 must get exactly the digests its shows and keywords call for, and answers about its shows.
@@ -21,13 +21,13 @@ from xml.sax.saxutils import escape
 import httpx
 import pytest
 
-from bot.app import build_app
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
-from bot.server import build_asgi
-from bot.slack import make_web_client
+from bot.delivery.deliverer import Deliverer
+from bot.delivery.slack import make_web_client
+from bot.jobs.pipeline import run_once
+from bot.listeners.app import build_app
+from bot.server.asgi import build_asgi
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from tests.feedserver import FeedServer
 from tests.fixtures.app import (

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from bot.delivery.slack import make_web_client
+from bot.delivery.slack_wait import SlackIdentity
 from bot.runtime import resolve_team_id
-from bot.slack import make_web_client
-from bot.slack_wait import SlackIdentity
 from config.settings import Settings
 from digests.errors import SlackError
 from digests.render.blocks import button_value

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 from bot.catalog import AddedShow, all_shows, feed_cap, feed_policy, live
 from config.settings import Settings, ShowConfig
-from digests.fetch import PrivateOrigin
 from digests.models import Episode
+from digests.sources.fetch import PrivateOrigin
 from digests.store import Store
 from digests.store.shows import Removal, feed_key
 

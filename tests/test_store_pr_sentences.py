@@ -10,10 +10,11 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 
-from bot.pipeline import store_episodes
-from digests.extract import MAX_CONTEXT, MAX_PULL_REQUESTS
+from bot.jobs.pipeline import store_episodes
+from digests.extract.pr_budget import MAX_POLL_PULL_REQUESTS, within_poll_budget
+from digests.extract.prs import MAX_PULL_REQUESTS
+from digests.extract.sentences import MAX_CONTEXT
 from digests.models import Episode, PullRequestRef
-from digests.pr_budget import MAX_POLL_PULL_REQUESTS, within_poll_budget
 from digests.store import Store
 from digests.store.schema import episode_prs, episode_sentences
 

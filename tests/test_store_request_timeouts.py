@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.runtime import REQUEST_DB_WAIT
-from bot.server import build_asgi
+from bot.server.asgi import build_asgi
 from digests.errors import StoreTimeout
 from digests.store import Store
 from tests.fixtures.app import (

@@ -1,4 +1,5 @@
-"""The pure upsert decider (digests.update): stored state + parsed episodes + now → intents."""
+"""The pure upsert decider (digests.decide.update): stored state + parsed episodes + now →
+intents."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from digests.decide.update import decide_upsert, episode_identity, latest_copies
 from digests.models import Episode
 from digests.types import UNKNOWN_DATE, EpisodeStatus, Redate, StoredEpisode
-from digests.update import decide_upsert, episode_identity, latest_copies
 
 NOW = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)
 DAY = datetime(2026, 10, 1, 13, 0, tzinfo=UTC)
@@ -158,7 +159,7 @@ def test_the_decider_loads_no_sql() -> None:
     import subprocess
     import sys
 
-    code = "import sys, digests.update; print('sqlalchemy' in sys.modules)"
+    code = "import sys, digests.decide.update; print('sqlalchemy' in sys.modules)"
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )

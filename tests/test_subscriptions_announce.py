@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.commands.model import CommandError, Pause, Resume, Unsubscribe
-from bot.commands.parse import parse_command
-from bot.commands.replies import mention, who
-from bot.server import build_asgi
+from bot.listeners.commands.model import CommandError, Pause, Resume, Unsubscribe
+from bot.listeners.commands.parse import parse_command
+from bot.listeners.commands.replies import mention, who
+from bot.server.asgi import build_asgi
 from digests.store import Store
 from tests.fixtures.app import (
     APP_NOW,

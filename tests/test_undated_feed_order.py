@@ -10,13 +10,13 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from bot.delivery import Deliverer
-from bot.pipeline import run_once
+from bot.delivery.deliverer import Deliverer
+from bot.jobs.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
+from digests.extract.feed_order import feed_order_dates
 from digests.models import Episode
 from digests.store import Store
 from digests.types import UNKNOWN_DATE
-from digests.update import feed_order_dates
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item, slack_outbox
 from tests.fixtures.store import SAMPLE_NOW

@@ -8,11 +8,4 @@
 - ``pausing`` — a refused channel's subscriptions paused, its subscribers told.
 
 What goes in and comes out is in ``items``; the ledger's group-commit writer is
-:mod:`digests.store.ledger_writer`.
-"""
-
-from bot.delivery.deliverer import Deliverer
-from bot.delivery.items import Delivery, DeliveryReport, Kind
-from bot.delivery.pausing import paused_notice
-
-__all__ = ["Deliverer", "Delivery", "DeliveryReport", "Kind", "paused_notice"]
+:mod:`digests.store.ledger_writer`."""

@@ -2,7 +2,8 @@
 
 Channels run in parallel, each as its own sequence, over a :class:`PacedOutbox` (retries,
 about one post per second per channel, a bound on calls in flight). For each item the
-ledger row is made if new, :func:`digests.decide.ledger_step` says what its row calls for,
+ledger row is made if new, :func:`digests.decide.deliveries.ledger_step` says what its row calls
+for,
 and :class:`ExactlyOnce` does it. A failure of the channel (archived, deleted) pauses it
 (:class:`Pauser`); one of the token stops the workspace; either way the rest of that
 channel's sequence is held. ``pending`` rows carry the deliverer that planned them, so rows
@@ -23,12 +24,12 @@ from typing import TYPE_CHECKING
 
 from bot import logs
 from bot.delivery.items import Delivery, DeliveryReport
+from bot.delivery.outbox import Outbox, PostFailure
 from bot.delivery.paced import Meter, PacedOutbox, Policy
 from bot.delivery.pausing import Pauser
 from bot.delivery.protocol import Done, ExactlyOnce, Outcome
-from bot.outbox import Outbox, PostFailure
-from bot.tokens import CURRENT_TEAM, NOT_INSTALLED
-from digests.decide import ledger_step
+from bot.delivery.tokens import CURRENT_TEAM, NOT_INSTALLED
+from digests.decide.deliveries import ledger_step
 from digests.errors import StoreError
 from digests.store import Store
 from digests.store.ledger import Ledger, LedgerRow, NewRow, OwnerLock, Transaction
@@ -36,7 +37,7 @@ from digests.store.ledger_writer import LedgerWriter
 from digests.types import Ident, LedgerEntry, LedgerState, RowStep
 
 if TYPE_CHECKING:
-    from bot.metrics import Metrics
+    from bot.ops.metrics import Metrics
     from config.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ class Deliverer:
         self.outbox = outbox
         self.metrics = metrics
         if metrics is not None:
-            from bot.metered import MeteredOutbox
+            from bot.delivery.metered import MeteredOutbox
 
             outbox = MeteredOutbox(outbox, metrics)
         self.ledger = Ledger.for_store(store)

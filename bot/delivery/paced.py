@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from bot.outbox import HISTORY_MARGIN, Message, Outbox, PostFailure, key_and_part
+from bot.delivery.outbox import HISTORY_MARGIN, Message, Outbox, PostFailure, key_and_part
 
 T = TypeVar("T")
 
@@ -76,7 +76,7 @@ class _Lanes:
 
 
 class PacedOutbox:
-    """See the module docstring. ``inner`` is any :class:`bot.outbox.Outbox`."""
+    """See the module docstring. ``inner`` is any :class:`bot.delivery.outbox.Outbox`."""
 
     def __init__(
         self,

@@ -15,8 +15,19 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from bot import messages as msg
 from bot.delivery.items import Delivery, DeliveryReport
+from bot.messages.basics import COMMAND
+from bot.messages.command_text import subscribe_args
+from bot.messages.subscriptions import (
+    PAUSE_REASON_OTHER,
+    PAUSE_REASONS,
+    PAUSED_DM,
+    PAUSED_DM_AND,
+    PAUSED_DM_COMMAND,
+    PAUSED_DM_RESUME,
+    PAUSED_DM_SHOW,
+    PAUSED_DM_SHOWS_SEP,
+)
 from digests.render import blocks, limits
 from digests.render.escape import Mrkdwn
 from digests.store import Store
@@ -33,19 +44,19 @@ def paused_notice(channel_id: str, subs: Sequence[Subscription], error: str) -> 
     command that brings back each subscription (its show and keywords, nothing dropped)."""
     # Mrkdwn.format and join escape every plain str they are given: only our own wording
     # (already Mrkdwn) goes in as is.
-    names = Mrkdwn(msg.PAUSED_DM_SHOWS_SEP).join(
-        Mrkdwn(msg.PAUSED_DM_SHOW).format(show=sub.show) for sub in subs
+    names = Mrkdwn(PAUSED_DM_SHOWS_SEP).join(
+        Mrkdwn(PAUSED_DM_SHOW).format(show=sub.show) for sub in subs
     )
-    reason = msg.PAUSE_REASONS.get(error)
-    why = Mrkdwn(reason) if reason else Mrkdwn(msg.PAUSE_REASON_OTHER).format(error=error)
-    commands = Mrkdwn(msg.PAUSED_DM_AND).join(
-        Mrkdwn(msg.PAUSED_DM_COMMAND).format(
-            command=msg.COMMAND, args=msg.subscribe_args(sub.show, sub.keywords)
+    reason = PAUSE_REASONS.get(error)
+    why = Mrkdwn(reason) if reason else Mrkdwn(PAUSE_REASON_OTHER).format(error=error)
+    commands = Mrkdwn(PAUSED_DM_AND).join(
+        Mrkdwn(PAUSED_DM_COMMAND).format(
+            command=COMMAND, args=subscribe_args(sub.show, sub.keywords)
         )
         for sub in subs
     )
-    resume = Mrkdwn(msg.PAUSED_DM_RESUME).format(commands=commands)
-    text = Mrkdwn(msg.PAUSED_DM).format(shows=names, channel=channel_id, why=why, resume=resume)
+    resume = Mrkdwn(PAUSED_DM_RESUME).format(commands=commands)
+    text = Mrkdwn(PAUSED_DM).format(shows=names, channel=channel_id, why=why, resume=resume)
     return dict(limits.fit({"text": str(text), "blocks": [blocks.section(text)]}))
 
 

@@ -15,7 +15,7 @@ crashed edit is simply run again, and ``posted`` gets the new hash only when it 
 Every step hands back a :class:`Done` (or the value the next step needs); a Slack failure
 becomes the row's next state and an outcome, never an exception that unwinds the caller.
 What to do with a row *before* these steps is not decided here: see
-:func:`digests.decide.ledger_step`.
+:func:`digests.decide.deliveries.ledger_step`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from bot.delivery.items import Delivery
-from bot.outbox import HISTORY_MARGIN, Outbox, PostFailure, metadata_for
+from bot.delivery.outbox import HISTORY_MARGIN, Outbox, PostFailure, metadata_for
 from digests.store.ledger import Ledger, LedgerRow
 from digests.store.ledger_writer import LedgerWriter
 from digests.types import LedgerState

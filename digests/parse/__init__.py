@@ -3,7 +3,7 @@ content, not name.
 
 CONTRACT: ``parse_bytes(data: bytes, source: str, content_type: str | None = None, *, items:
 ItemHashes | None = None) -> ParsedSource`` raising ``FeedParseError``; then
-``digests.extract.build_episodes(parsed, show, repo)``. ``content_type`` only supplies a
+``digests.extract.episodes.build_episodes(parsed, show, repo)``. ``content_type`` only supplies a
 charset: a server's label never overrides what the bytes are. ``items``: hash each RSS item
 or Atom entry, and skip those whose hash is known (``digests.parse.item_hashes``).
 """

@@ -12,6 +12,7 @@ from typing import Any
 from lxml import etree
 
 from digests.models import RawEntry
+from digests.parse.dates import published_at
 from digests.parse.text import (
     MAX_NEARBY,
     MAX_TITLE,
@@ -188,9 +189,6 @@ def page_guid(link: str | None, title: str, published: str | None) -> str:
     """
     if not link:
         return stable_guid(None, title, published)
-    # Imported here: digests.extract imports this package.
-    from digests.extract import published_at
-
     when = published_at(published)
     if when is not None:
         return f"{link}#{when.date().isoformat()}"

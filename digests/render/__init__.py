@@ -16,24 +16,4 @@
   (header, section, context, …).
 - ``prs.pr_label(number, url, repo)`` — ``#n``, or ``owner/repo#n`` for a PR of another
   repository than the show's ``repo`` (``Renderer(repos={show: repo})`` does it everywhere).
-- ``limits`` — Block Kit limits and ``fit(message)`` that enforces them.
-"""
-
-from digests.render.escape import Mrkdwn, link, mrkdwn, plain, truncate
-from digests.render.limits import Message, fit
-from digests.render.prs import pr_label, pr_repo
-from digests.render.renderer import Renderer, message_to_text
-
-__all__ = [
-    "Message",
-    "Mrkdwn",
-    "Renderer",
-    "fit",
-    "link",
-    "message_to_text",
-    "mrkdwn",
-    "plain",
-    "pr_label",
-    "pr_repo",
-    "truncate",
-]
+- ``limits`` — Block Kit limits and ``fit(message)`` that enforces them."""

@@ -29,10 +29,10 @@ from jinja2 import (
 from jinja2.bccache import Bucket
 from jinja2.compiler import CodeGenerator, Frame
 
+from digests.extract.timings import format_offset
 from digests.pulls import ranked_prs, with_info
 from digests.render.escape import Mrkdwn, link, mrkdwn, oneline, safe_url, truncate
 from digests.render.prs import pr_label, pr_repo
-from digests.timings import format_offset
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -240,7 +240,7 @@ _COMPILED = CompiledTemplates()
 
 
 def default_templates_dir() -> Path:
-    return Path(str(resources.files("digests").joinpath("templates")))
+    return Path(str(resources.files("digests.render").joinpath("templates")))
 
 
 def make_environment(
@@ -249,7 +249,8 @@ def make_environment(
     repos: Mapping[str, str] | None = None,
 ) -> Environment:
     """A fresh environment: templates from ``templates_dir`` first (overrides), then the
-    bundled ``digests/templates``. ``repos``: each show's repository (show name → owner/repo),
+    bundled ``digests/render/templates``. ``repos``: each show's repository (show name →
+    owner/repo),
     so PRs of other repositories are labelled with theirs."""
     loaders: list[BaseLoader] = []
     if templates_dir is not None:

@@ -10,9 +10,9 @@ from typing import Any, Protocol
 
 from jinja2 import TemplateError, TemplateNotFound
 
+from digests.decide.pr_news import PrNewsDay
 from digests.errors import ConfigError
 from digests.models import Episode, RecapEpisode
-from digests.pr_news import PrNewsDay
 from digests.pulls import KEY_PRS, ranked_prs
 from digests.render import blocks as b
 from digests.render import layout, limits
@@ -117,7 +117,7 @@ class Renderer:
         )
 
     def pr_news(self, episode: Episode, days: Sequence[PrNewsDay]) -> list[Message]:
-        """One thread reply per day of PR news (``digests.pr_news``)."""
+        """One thread reply per day of PR news (``digests.decide.pr_news``)."""
         return [self.render("pr_news.j2", episode=episode, day=day) for day in days]
 
     def digest_text(self, episode: Episode) -> str:

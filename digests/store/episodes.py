@@ -1,7 +1,7 @@
 """Episodes: the state an upsert is decided on, applying its intents, and reading them back.
 
 What is new, changed or unchanged (and how an undated item is dated) is decided by
-:func:`digests.update.decide_upsert`; this module only reads the state it needs and writes
+:func:`digests.decide.update.decide_upsert`; this module only reads the state it needs and writes
 what it says. Rows become ``Episode`` models (with their PRs) before they leave.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from digests.decide.update import decide_upsert, episode_identity, latest_copies
 from digests.models import Chapter, Episode, PrTime, PullRequestRef, guid_key
 from digests.store.database import Database, aware, chunks, clean, clean_opt
 from digests.store.schema import episode_prs, episode_sentences, episodes, shows
@@ -26,7 +27,6 @@ from digests.types import (
     UpsertIntents,
     UpsertResult,
 )
-from digests.update import decide_upsert, episode_identity, latest_copies
 
 EPISODE_COLUMNS = (
     episodes.c.id,
@@ -415,7 +415,7 @@ class EpisodesMixin:
     def upsert_episodes(
         self, episodes_in: Iterable[Episode], now: datetime, *, skipped: int = 0
     ) -> list[UpsertResult]:
-        """Read the stored state, decide (:func:`digests.update.decide_upsert`), apply.
+        """Read the stored state, decide (:func:`digests.decide.update.decide_upsert`), apply.
 
         One transaction; a constant number of statements per 500 episodes whatever happens,
         so re-reading a feed of thousands of unchanged episodes costs a few SELECTs.

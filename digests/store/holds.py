@@ -1,7 +1,8 @@
 """Pauses people ask for (``/episodes pause``), apart from the Slack-side ``paused_reason``.
 
 A hold is a window [held_at, held_until) on the subscription; what reaches the show inside
-it is not posted there (``digests.decide.held_back``). Ending a pause closes the window at
+it is not posted there (``digests.decide.deliveries.held_back``). Ending a pause closes the window
+at
 that moment instead of forgetting it, so what arrived meanwhile stays unposted.
 """
 

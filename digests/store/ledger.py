@@ -167,7 +167,8 @@ class Ledger:
         keys: Iterable[str],
         channels: Iterable[tuple[str, str]] | None = None,
     ) -> dict[tuple[str, str], dict[str, LedgerEntry]]:
-        """What each channel has for ``keys``: the input :func:`digests.decide.decide` wants.
+        """What each channel has for ``keys``: the input :func:`digests.decide.deliveries.decide`
+        wants.
 
         With ``channels`` (team, channel) the query walks the unique index (team, channel,
         kind, key) instead of scanning every channel's rows.

@@ -102,7 +102,7 @@ shows = sa.Table(
     sa.Column("added_at", UTCDateTime),
     # Grown by a trigger (migration 0017) on every write to the show's subscriptions;
     # quiet_plan is the key of the plan inputs under which the last plan found nothing due
-    # (bot.poll_state), NULL once a plan found something.
+    # (bot.jobs.poll_state), NULL once a plan found something.
     sa.Column("subscriptions_version", sa.Integer, nullable=False, server_default="0"),
     sa.Column("quiet_plan", sa.Text),
 )
@@ -249,7 +249,7 @@ deliveries = sa.Table(
     sa.Column("edited_at", UTCDateTime),
     sa.UniqueConstraint("team_id", "channel_id", "kind", "key"),
     sa.Index(None, "state"),
-    # A show's newest ledger row in one probe (bot.poll_state: has the show's ledger grown?).
+    # A show's newest ledger row in one probe (bot.jobs.poll_state: has the show's ledger grown?).
     sa.Index("ix_deliveries_show_id", "show", "id"),
     sa.CheckConstraint(
         "state IN (" + ", ".join(f"'{state.value}'" for state in LedgerState) + ")", name="state"

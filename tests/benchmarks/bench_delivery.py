@@ -5,16 +5,16 @@
    default bound of 20 calls in flight. Compared in the same run with the ideal for that
    bound (calls × latency / bound) and with a bare client making the same calls under the
    same bound (no ledger, no pacing): what the fake and the client cost on their own.
-2. A poll cycle over 500 unchanged feeds, each answering 304, through ``bot.pipeline.run_once``
+2. A poll cycle over 500 unchanged feeds, each answering 304, through ``bot.jobs.pipeline.run_once``
    with one subscribed channel per show: the first such cycle plans every show (fetch state,
    conditional GET, candidates, ledger, decide), later ones only read and write the fetch
-   state (``bot.poll_state``). Compared, round by round, with the same conditional GETs
+   state (``bot.jobs.poll_state``). Compared, round by round, with the same conditional GETs
    alone.
 
 The fake and the feed server run in their own processes (``--in-process`` to share this
 one), so their CPU does not count against the bot's on a 2-core machine. ``--only poll``
 (or ``fan-out``) runs one of the two; ``--rounds N`` how many times each is measured;
-``--metrics`` measures the fan-out also with the clock's metrics counting (bot.metrics),
+``--metrics`` measures the fan-out also with the clock's metrics counting (bot.ops.metrics),
 alternating with the plain one, and prints the ratios.
 """
 
@@ -38,13 +38,14 @@ import aiohttp
 import sqlalchemy as sa
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.delivery import Deliverer, Delivery
-from bot.outbox import SlackOutbox
-from bot.pipeline import FETCH_CONCURRENCY, run_once
+from bot.delivery.deliverer import Deliverer
+from bot.delivery.items import Delivery
+from bot.delivery.outbox import SlackOutbox
+from bot.jobs.pipeline import FETCH_CONCURRENCY, run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.fetch import fetch, make_http_client, private_policy
 from digests.models import Episode, PullRequestRef
-from digests.render import Renderer
+from digests.render.renderer import Renderer
+from digests.sources.fetch import fetch, make_http_client, private_policy
 from digests.store import Store
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import rss, rss_item
@@ -194,8 +195,8 @@ async def _deliver_once(
     db: _Db, api_url: str, items: list[Delivery], bound: int, metered: bool
 ) -> tuple[float, float, int]:
     """One fan-out into a fresh database: (seconds, CPU seconds, calls); ``metered``: with
-    the process's metrics counting (bot.metrics), as the clock delivers."""
-    from bot.metrics import Metrics
+    the process's metrics counting (bot.ops.metrics), as the clock delivers."""
+    from bot.ops.metrics import Metrics
 
     store = Store.open(db.url())
     outbox = SlackOutbox(client(api_url), client(api_url, retry=False))
@@ -290,7 +291,7 @@ async def poll_cycle(db: _Db, feeds: int, rounds: int, in_process: bool) -> None
             cold = time.perf_counter() - t
             assert {p.status for p in first.polls} == {"ok"}
             # The first unchanged cycle plans every show and finds nothing due; from then on
-            # an unchanged feed skips planning while nothing it reads moves (bot.poll_state).
+            # an unchanged feed skips planning while nothing it reads moves (bot.jobs.poll_state).
             t = time.perf_counter()
             await run_once(settings, store, outbox, http, datetime.now(UTC), deliverer=deliverer)
             planned = time.perf_counter() - t

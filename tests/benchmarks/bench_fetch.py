@@ -1,6 +1,6 @@
 """Fetch and Slack-fake benchmark. Run: ``python -m tests.benchmarks.bench_fetch``.
 
-1. ``digests.fetch.fetch`` of an 8 MB feed from the loopback feed server: a full download
+1. ``digests.sources.fetch.fetch`` of an 8 MB feed from the loopback feed server: a full download
    vs. a conditional poll answered 304 (what every poll of an unchanged feed costs), with
    the ratio; and the peak Python memory of a capped fetch of a 50 MB body (tracemalloc).
 2. The Slack fake's own ceiling, so benchmarks of delivery know what they measure against:
@@ -21,7 +21,7 @@ import tracemalloc
 import aiohttp
 
 from digests.errors import FetchError
-from digests.fetch import fetch, make_http_client
+from digests.sources.fetch import fetch, make_http_client
 from tests.feedserver import FeedServer
 from tests.slackfake import SlackFake
 

@@ -2,7 +2,7 @@
 
 One new episode naming 10 PRs, followed by ``--users`` people (default 10,000) in
 ``--teams`` workspaces (default 100; each follows the show in one channel): the follows
-are read and decided (``bot.follows.episode_dms``), then the DMs delivered through
+are read and decided (``bot.jobs.follows.episode_dms``), then the DMs delivered through
 :class:`bot.delivery.Deliverer` (ledger included) to the Slack fake at 50 ms a call.
 Compared in the same run with the ideal for the deliverer's bound (calls × latency ÷
 bound) and with a bare client making the same calls under the same bound. Each person
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from bot.delivery import Deliverer
-from bot.follows import episode_dms
-from bot.outbox import SlackOutbox
+from bot.delivery.deliverer import Deliverer
+from bot.delivery.outbox import SlackOutbox
+from bot.jobs.follows import episode_dms
 from digests.models import Episode, PullRequestRef
 from digests.store import Store
 from digests.store.schema import follows

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import httpx
 
-from digests.github.client import GitHubClient
-from digests.github.enrich import EnrichReport, enrich
+from digests.enrich.client import GitHubClient
+from digests.enrich.details import EnrichReport, enrich
 from digests.models import Episode, PullRequestRef
 from digests.store import Store
 from digests.store.pr_details import PrDetailsStore
@@ -117,10 +117,10 @@ async def bench_enrich(episodes_count: int, per: int, latency: float) -> None:
 
 async def post_latency(github: GitHubFake | None, slow: float) -> tuple[float, float, int]:
     """(seconds from the cycle's start to the digest's post, to the cycle's end, edits)."""
-    from bot.delivery import Deliverer
-    from bot.pipeline import run_once
+    from bot.delivery.deliverer import Deliverer
+    from bot.jobs.pipeline import run_once
     from config.settings import Settings, ShowConfig
-    from digests.fetch import make_http_client
+    from digests.sources.fetch import make_http_client
     from tests.feedserver import FeedServer
     from tests.fixtures.delivery import rss, rss_item, slack_outbox
     from tests.slackfake import SlackFake

@@ -3,7 +3,7 @@
 Seeds 20 shows with generated episodes of realistic size (a ~3 KB transcript, 6 PRs each,
 one episode per show per day) on SQLite and, when ``DIGESTBOT_TEST_POSTGRES_URL`` is set,
 PostgreSQL (a throw-away schema), then times each answer through the app's own answer
-function (``bot.commands.answer``: parse, query, render — Slack itself is the only part
+function (``bot.listeners.commands.answer``: parse, query, render — Slack itself is the only part
 left out) and the weekly recap's build. Prints p50/p95 per answer and size, and the growth
 from the smallest to the largest size. Run::
 
@@ -34,13 +34,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from bot.commands import answer
-from bot.commands.base import Deps, Invocation
+from bot.listeners.commands import answer
+from bot.listeners.commands.base import Deps, Invocation
 from bot.runtime import settle_heap
 from config.settings import ChannelConfig, Settings, ShowConfig
 from digests.models import Episode, PullRequestRef
 from digests.recap import aggregate, week_of
-from digests.render import Renderer
+from digests.render.renderer import Renderer
 from digests.store import Store
 from tests.fixtures.store import count_episodes, postgres_schema
 

@@ -6,7 +6,7 @@
 ``--code DIR`` runs the children (fetcher, app) from another checkout, e.g. an export of an
 older main, for before/after numbers on the same machine in the same hour.
 
-1. Feeds: each fetched by ``digests.fetch.fetch_sync`` in a fresh child process, which
+1. Feeds: each fetched by ``digests.sources.fetch.fetch_sync`` in a fresh child process, which
    reports its own peak RSS (``VmHWM``) and what it had before fetching. Baselines: a small
    feed and a plain 20 MB feed (at the cap); then gzip bombs of zeros stacked 1, 2 and 3
    layers deep, at ``--bomb-mb`` decoded (a few KB to a MB on the wire).
@@ -17,7 +17,7 @@ older main, for before/after numbers on the same machine in the same hour.
    the server answered.
 
 3. The event loop: the app under uvicorn with a poll of a 19.9 MB feed running on the same
-   loop over and over (``bot.pipeline.poll_show``, as ``digestbot run`` does); signed
+   loop over and over (``bot.jobs.pipeline.poll_show``, as ``digestbot run`` does); signed
    ``/episodes help`` latency meanwhile, beside the same app with no poll running.
 """
 
@@ -84,13 +84,13 @@ def _serve(port: int, database_url: str, api_url: str, feed: str = "") -> None:
     import asyncio
     from datetime import UTC, datetime
 
-    from bot.app import build_app
-    from bot.pipeline import poll_show
-    from bot.server import build_asgi, serve
-    from bot.slack import make_web_client
+    from bot.delivery.slack import make_web_client
+    from bot.jobs.pipeline import poll_show
+    from bot.listeners.app import build_app
+    from bot.server.asgi import build_asgi, serve
     from config.settings import ShowConfig
-    from digests.fetch import make_http_client
-    from digests.render import Renderer
+    from digests.render.renderer import Renderer
+    from digests.sources.fetch import make_http_client
     from digests.store import Store
     from tests.fixtures.app import make_settings
 

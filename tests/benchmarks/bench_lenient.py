@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from digests.errors import FeedParseError
-from digests.extract import build_episodes
+from digests.extract.episodes import build_episodes
 from digests.parse import parse_bytes
 from tests.benchmarks.bench_parse import make_feed
 

@@ -1,7 +1,7 @@
 """OAuth-mode fan-out benchmark. Run: ``python -m tests.benchmarks.bench_oauth [--postgres URL]``.
 
 One episode (digest + its thread reply) to 1,000 channels across 100 installed teams, each
-post with its own team's token (:class:`bot.tokens.TeamOutbox`: tokens cached, one query
+post with its own team's token (:class:`bot.delivery.tokens.TeamOutbox`: tokens cached, one query
 for all teams), through the Slack fake in its own process at 50 ms per call — against, in
 the same run, today's single-team fan-out of ``bench_delivery`` (one token, ``SlackOutbox``)
 over the same channels. Target: within 1.1× of the single-team run.
@@ -22,10 +22,11 @@ from pathlib import Path
 
 from slack_sdk.oauth.installation_store.models.installation import Installation
 
-from bot.delivery import Deliverer, Delivery
-from bot.outbox import Outbox, SlackOutbox
-from bot.tokens import team_outbox
-from digests.render import Renderer
+from bot.delivery.deliverer import Deliverer
+from bot.delivery.items import Delivery
+from bot.delivery.outbox import Outbox, SlackOutbox
+from bot.delivery.tokens import team_outbox
+from digests.render.renderer import Renderer
 from digests.store import Store
 from digests.store.installations import Installations
 from tests.benchmarks.bench_delivery import LATENCY, ROOT, TEAM, _Db, client, episode

@@ -41,7 +41,7 @@ from xml.sax.saxutils import escape
 
 from lxml import etree
 
-from digests.extract import build_episodes
+from digests.extract.episodes import build_episodes
 from digests.models import Episode, ParsedSource, PullRequestRef, RawEntry
 from digests.parse import ItemHashes, parse_bytes
 from digests.parse.item_hashes import item_spans
@@ -312,7 +312,7 @@ _RSS_PROBE = """
 import sys
 from pathlib import Path
 from lxml import etree
-from digests.extract import build_episodes
+from digests.extract.episodes import build_episodes
 from digests.parse import ItemHashes, parse_bytes
 from digests.parse.item_hashes import item_spans
 def peak_kb():
@@ -342,7 +342,7 @@ def _peak_rss_growth(label: str, feed: Path) -> float:
 
 
 SHOW, REPO = "PyTorch", "pytorch/pytorch"
-SALT = f"{SHOW}\x00{REPO}"  # bot.ingest.item_salt's
+SALT = f"{SHOW}\x00{REPO}"  # bot.jobs.ingest.item_salt's
 _OPTIONS = {"resolve_entities": False, "no_network": True, "load_dtd": False, "huge_tree": False}
 
 

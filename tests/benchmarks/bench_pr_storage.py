@@ -15,8 +15,9 @@ import tempfile
 from datetime import timedelta
 from pathlib import Path
 
-from bot.pipeline import store_episodes
-from digests.extract import MAX_CONTEXT, MAX_PULL_REQUESTS
+from bot.jobs.pipeline import store_episodes
+from digests.extract.prs import MAX_PULL_REQUESTS
+from digests.extract.sentences import MAX_CONTEXT
 from digests.models import Episode, PullRequestRef
 from digests.store import Store
 from tests.test_store_pr_sentences import NOW, _alembic, _measure

@@ -13,7 +13,7 @@ latency and throughput per concurrency, and app/bare ratios; then, on one kept-a
 connection, GET /healthz of the app, the bare endpoint, and the bare endpoint served from a
 socket without TCP_NODELAY (what ``listen()`` made before): the ~40 ms delayed-ACK stall.
 ``--metrics`` adds a third server, the app counting its metrics as ``serve`` does
-(bot.metrics), and prints its ratios to the app without.
+(bot.ops.metrics), and prints its ratios to the app without.
 
 Reading c=50: each server's "ran" + "runq" (schedstat) comes to ~100% of the run, so it is
 never waiting on itself, only for a CPU on this shared machine; its latency is then about
@@ -49,12 +49,12 @@ ROOT = Path(__file__).resolve().parents[2]
 def _serve_app(
     port: int, database_url: str, api_url: str, cache_ttl: float, metered: bool = False
 ) -> None:
-    from bot.app import build_app
-    from bot.metrics import Metrics, StoreCollector
+    from bot.delivery.slack import make_web_client
+    from bot.listeners.app import build_app
+    from bot.ops.metrics import Metrics, StoreCollector
     from bot.runtime import settle_heap
-    from bot.server import build_asgi, serve
-    from bot.slack import make_web_client
-    from digests.render import Renderer
+    from bot.server.asgi import build_asgi, serve
+    from digests.render.renderer import Renderer
     from digests.store import Store
     from tests.fixtures.app import make_settings
 
@@ -68,7 +68,7 @@ def _serve_app(
         reply_cache_ttl=cache_ttl,
     )
     metrics = None
-    if metered:  # as bot.service's serve builds it (bot.ops)
+    if metered:  # as bot.service's serve builds it (bot.process)
         metrics = Metrics(engine=store.engine.dialect.name)
         metrics.registry.register(StoreCollector(store, 900.0))
     settle_heap()  # as bot.service's serve does once the app is built
@@ -85,7 +85,7 @@ def _serve_bare(port: int, body_path: str, nagle: bool = False) -> None:
     from starlette.routing import Route
 
     from bot.runtime import settle_heap
-    from bot.server import serve
+    from bot.server.asgi import serve
     from config.settings import Settings
 
     body = Path(body_path).read_bytes()
@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--metrics",
         action="store_true",
-        help="also the app with its metrics counting (bot.metrics): ratio to the app",
+        help="also the app with its metrics counting (bot.ops.metrics): ratio to the app",
     )
     parser.add_argument("--serve", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -370,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
             _serve_bare(int(port), rest[0], nagle=kind == "nagle")
         return 0
 
-    from bot.commands.cache import DEFAULT_TTL
+    from bot.listeners.commands.cache import DEFAULT_TTL
     from digests.store import Store
     from tests.feedserver import FeedServer
     from tests.fixtures.app import SlackSender, seed_store

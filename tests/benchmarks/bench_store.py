@@ -21,10 +21,10 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from digests.decide.update import decide_upsert
 from digests.models import Episode, PullRequestRef
 from digests.store import Store
 from digests.store.schema import episodes, shows
-from digests.update import decide_upsert
 from tests.fixtures.store import postgres_schema
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)

@@ -1,5 +1,5 @@
 """What a show's plan reads, versioned: an unchanged feed skips planning while nothing it
-decides over has changed since a plan that found nothing due (``bot.poll_state``).
+decides over has changed since a plan that found nothing due (``bot.jobs.poll_state``).
 
 - ``shows.subscriptions_version`` grows with every write to the show's subscriptions, and
   ``episode_versions.version`` with every statement writing its episodes (triggers, so

@@ -1,0 +1,2 @@
+"""The jobs that run the pipeline: poll (fetch → … → deliver), daily, recap, enrichment, the sweep,
+the clock."""

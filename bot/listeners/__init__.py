@@ -1,0 +1,1 @@
+"""Bolt listeners, registered by the app factory: the slash command, buttons, App Home, unfurls."""

@@ -1,0 +1,1 @@
+"""One process's operating parts: metrics, logs, readiness."""

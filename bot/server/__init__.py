@@ -1,0 +1,1 @@
+"""HTTP in: the listening socket, the ASGI server and its guards, Socket Mode, OAuth."""

@@ -1,0 +1,98 @@
+"""An episode's summary and transcript text: boilerplate removed, a lead when there is no
+description, the nearby episodes a page lists.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from digests.extract.sentences import SENTENCE_END
+from digests.parse.text import MAX_TEXT, paragraphs, squash
+
+# Crawler and feed boilerplate: sentences that say nothing about the episode.
+_BOILERPLATE = re.compile(
+    r"(?:"
+    r"This excerpt keeps the crawler page concise\.?"
+    r"(?:\s*Listen to the episode or use the RSS feed for the full update\.?)?"
+    r"|Listen to the episode or use the RSS feed for the full update\.?"
+    r"|This episode is a short developer briefing from [^.\n]{1,100}\."
+    r"|It explains recent repository work in plain language\."
+    r")[^\S\n]*",
+    re.I,
+)
+
+
+def summary(description: str) -> str:
+    """The description, boilerplate removed and whitespace normalised to single spaces."""
+    return cleaned(description, squash)[0]
+
+
+def transcript(text: str) -> str:
+    """The transcript, boilerplate removed; paragraphs kept (blank-line separated)."""
+    return cleaned(text, paragraphs)[0]
+
+
+def cleaned(
+    text: str, normalise: Callable[[str], str], normalised: bool = False
+) -> tuple[str, str]:
+    """``text`` without boilerplate, normalised; and its lower-case, which the PR scan
+    needs too (text from our own parsers is already normalised, so it is lowered once).
+
+    ``normalised``: ``text`` is ``normalise``'s output already, unless a cap cut it (what
+    is cut is exactly ``MAX_TEXT`` long), so normalising it again would give it back.
+    """
+    lower = text.lower()
+    if (
+        "crawler page" in lower
+        or "rss feed for the full" in lower
+        or "short developer briefing" in lower
+        or "repository work in plain" in lower
+    ):
+        clean = normalise(_BOILERPLATE.sub("", text))
+        return clean, clean.lower()
+    if normalised and len(text) < MAX_TEXT:
+        return text, lower
+    clean = normalise(text)
+    return clean, (lower if clean == text else clean.lower())
+
+
+MAX_LEAD = 500
+
+
+def lead(text: str, limit: int = MAX_LEAD) -> str:
+    """The first paragraph of normalised ``text`` (a transcript), at most ``limit``
+    characters: cut after the last whole sentence that fits, else at a word, and marked
+    with "…" when cut."""
+    para = text.split("\n\n", 1)[0].strip()
+    if len(para) <= limit:
+        return para
+    room = limit - 1  # for the "…"
+    cut = 0
+    for m in SENTENCE_END.finditer(para, 0, room + 1):
+        end = len(para[: m.end()].rstrip())
+        if end > room:
+            break
+        cut = end
+    if cut:
+        sentences = para[:cut]
+        # "Whole sentences." then "…": the full stop gives way to the ellipsis.
+        return (sentences[:-1] if sentences.endswith(".") else sentences) + "…"
+    space = para.rfind(" ", 0, room + 1)
+    words = para[:space] if space > 0 else para[:room]
+    return words.rstrip(",;:–—-( ") + "…"
+
+
+_LIST_MARK = re.compile(r"^\s*(?:[-*•·‣◦▪–]|\d{1,3}[.)])\s+")
+
+
+def nearby(titles: Iterable[str]) -> tuple[str, ...]:
+    """Nearby-episode titles: list marks stripped, whitespace normalised, no repeats."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for raw in titles:
+        title = " ".join(_LIST_MARK.sub("", raw, count=1).split())
+        if title and title.casefold() not in seen:
+            seen.add(title.casefold())
+            out.append(title)
+    return tuple(out)
