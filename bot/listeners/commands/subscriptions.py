@@ -18,72 +18,8 @@ from bot.listeners.commands.model import (
     Unsubscribe,
 )
 from bot.listeners.commands.replies import Block, context, divider, message, nothing, section
+from bot.messages import subscriptions as wording
 from bot.messages.errors import NO_SHOWS
-from bot.messages.subscriptions import (
-    ANY_SHOW,
-    BACKFILL_DAILY_NONE,
-    BACKFILL_DAILY_POSTS,
-    BACKFILL_MORE,
-    BACKFILL_NONE,
-    BACKFILL_POSTS,
-    DAILY_TIME_MOVED,
-    FROM_CONFIG_REMOVE,
-    LIST_DAILY,
-    LIST_EMPTY,
-    LIST_EXCEPT,
-    LIST_FILTER,
-    LIST_FROM_CONFIG,
-    LIST_LINE,
-    LIST_NO_RECAP,
-    LIST_PAUSED,
-    LIST_PR_NEWS,
-    LIST_RULE,
-    LIST_TITLE,
-    MODE_DAILY,
-    MODE_MIXED,
-    NOT_SUBSCRIBED,
-    PAUSE_REASON_OTHER,
-    PAUSE_REASONS,
-    RECAP_OFF,
-    RECAP_ON,
-    REPLACES_EXCEPT,
-    REPLACES_FILTER,
-    REPLACES_NO_FILTER,
-    REPLACES_RULE,
-    STATUS_DAILY_LINE,
-    STATUS_DAILY_TITLE,
-    STATUS_LENIENT,
-    STATUS_LINE,
-    STATUS_NEVER,
-    STATUS_NONE,
-    STATUS_NOT_SCHEDULED,
-    STATUS_PAUSED_TITLE,
-    STATUS_SCOPE,
-    STATUS_TITLE,
-    SUBSCRIBE_NOW_PER_EPISODE,
-    SUBSCRIBE_PR_NEWS_OFF,
-    SUBSCRIBE_PR_NEWS_ON,
-    SUBSCRIBE_RECAP_NOW_OFF,
-    SUBSCRIBE_RECAP_NOW_ON,
-    SUBSCRIBE_RESUMES,
-    SUBSCRIBED,
-    SUBSCRIBED_DAILY,
-    SUBSCRIBED_DAILY_AFTER_FILTER,
-    SUBSCRIBED_EXCEPT,
-    SUBSCRIBED_FILTER,
-    SUBSCRIBED_MANY,
-    SUBSCRIBED_RULE,
-    SUBSCRIBED_SAME,
-    SUBSCRIBED_SAME_MANY,
-    SUBSCRIBED_SAME_ONE,
-    SUBSCRIPTION_EVERY,
-    SUBSCRIPTION_EXCEPT,
-    SUBSCRIPTION_KEYWORDS,
-    SUBSCRIPTION_NOW,
-    SUBSCRIPTION_RULE,
-    UNSUBSCRIBED,
-    UNSUBSCRIBED_ALL,
-)
 from digests.decide.daily import Arrival, next_due, wanted, window
 from digests.models import Episode
 from digests.render import escape
@@ -95,15 +31,15 @@ def _subscribed_filter(terms: Sequence[str]) -> str:
     """`` that mention …`` of the subscribe reply and the announcement ("" for none)."""
     return filter_text(
         terms,
-        plain=SUBSCRIBED_FILTER,
-        rule_of=SUBSCRIBED_RULE,
-        only_excludes=SUBSCRIBED_EXCEPT,
+        plain=wording.SUBSCRIBED_FILTER,
+        rule_of=wording.SUBSCRIBED_RULE,
+        only_excludes=wording.SUBSCRIBED_EXCEPT,
     )
 
 
 def when(value: datetime | None, deps: Deps) -> str:
     if value is None:
-        return STATUS_NEVER
+        return wording.STATUS_NEVER
     local = value.astimezone(deps.settings.tz)
     return f"{local:%Y-%m-%d %H:%M} {deps.settings.timezone}"
 
@@ -128,7 +64,7 @@ def subscribe_with_announcement(
     for show in command.shows:
         before, sub, said = _subscribe_one(command, show, deps, invocation)
         changes.append(Change(before, sub))
-        notes.append((show, said if changes[-1].changed else [SUBSCRIBED_SAME_ONE]))
+        notes.append((show, said if changes[-1].changed else [wording.SUBSCRIBED_SAME_ONE]))
     made = [c.after for c in changes]
     new = [c.after for c in changes if c.before is None]
     same = not any(c.changed for c in changes)
@@ -137,7 +73,7 @@ def subscribe_with_announcement(
         text = " ".join([_subscribed(command, escape.mrkdwn(command.show), deps, same), *said])
     else:
         names = _show_names(command.shows)
-        many = SUBSCRIBED_SAME_MANY if same else SUBSCRIBED_MANY
+        many = wording.SUBSCRIBED_SAME_MANY if same else wording.SUBSCRIBED_MANY
         parts = [many.format(shows=names, filter=_filter_words(command, deps))]
         parts += [
             f"*{escape.mrkdwn(show)}*: {_mid_sentence(' '.join(c))}"
@@ -150,7 +86,7 @@ def subscribe_with_announcement(
         invocation.team_id, invocation.channel_id, command.daily
     ):
         moved_to = command.daily
-        text += " " + DAILY_TIME_MOVED.format(at=command.daily)
+        text += " " + wording.DAILY_TIME_MOVED.format(at=command.daily)
     blocks = [section(text), section(summary_line(made, deps))]
     reply = message(text, blocks + _promise_backfill(command, deps, invocation, new))
     return reply, subscribed(changes, moved_to, deps, invocation)
@@ -168,12 +104,12 @@ def _filter_words(command: Subscribe, deps: Deps) -> str:
     if command.daily is None or command.daily == DAILY_OFF:
         return words
     # After a filter's own words a comma keeps "once a day" from reading as part of it.
-    template = SUBSCRIBED_DAILY_AFTER_FILTER if words else SUBSCRIBED_DAILY
+    template = wording.SUBSCRIBED_DAILY_AFTER_FILTER if words else wording.SUBSCRIBED_DAILY
     return words + template.format(at=command.daily, timezone=deps.settings.timezone)
 
 
 def _subscribed(command: Subscribe, show: str, deps: Deps, same: bool = False) -> str:
-    template = SUBSCRIBED_SAME if same else SUBSCRIBED
+    template = wording.SUBSCRIBED_SAME if same else wording.SUBSCRIBED
     return template.format(show=show, filter=_filter_words(command, deps))
 
 
@@ -211,21 +147,25 @@ def _subscribe_one(
         changes.append(
             filter_text(
                 before.keywords,
-                plain=REPLACES_FILTER,
-                rule_of=REPLACES_RULE,
-                only_excludes=REPLACES_EXCEPT,
+                plain=wording.REPLACES_FILTER,
+                rule_of=wording.REPLACES_RULE,
+                only_excludes=wording.REPLACES_EXCEPT,
             )
             if before.keywords
-            else REPLACES_NO_FILTER.format(show=escape.mrkdwn(show))
+            else wording.REPLACES_NO_FILTER.format(show=escape.mrkdwn(show))
         )
     if before is not None and before.paused:
-        changes.append(SUBSCRIBE_RESUMES.format(reason=pause_reason(before.paused_reason)))
+        changes.append(wording.SUBSCRIBE_RESUMES.format(reason=pause_reason(before.paused_reason)))
     if before is not None and before.recap != sub.recap:
-        changes.append(SUBSCRIBE_RECAP_NOW_ON if sub.recap else SUBSCRIBE_RECAP_NOW_OFF)
+        changes.append(
+            wording.SUBSCRIBE_RECAP_NOW_ON if sub.recap else wording.SUBSCRIBE_RECAP_NOW_OFF
+        )
     if before is not None and before.daily_at and not sub.daily_at:
-        changes.append(SUBSCRIBE_NOW_PER_EPISODE)
+        changes.append(wording.SUBSCRIBE_NOW_PER_EPISODE)
     if before is not None and before.pr_updates != sub.pr_updates:
-        changes.append(SUBSCRIBE_PR_NEWS_ON if sub.pr_updates else SUBSCRIBE_PR_NEWS_OFF)
+        changes.append(
+            wording.SUBSCRIBE_PR_NEWS_ON if sub.pr_updates else wording.SUBSCRIBE_PR_NEWS_OFF
+        )
     return before, sub, changes
 
 
@@ -235,8 +175,10 @@ def _mode_note(subs: Sequence[Subscription], deps: Deps) -> str:
         return ""
     at, zone = str(daily[0].daily_at), deps.settings.timezone
     if len(daily) == len(subs):
-        return MODE_DAILY.format(at=at, timezone=zone)
-    return MODE_MIXED.format(at=at, timezone=zone, shows=_show_names([s.show for s in daily]))
+        return wording.MODE_DAILY.format(at=at, timezone=zone)
+    return wording.MODE_MIXED.format(
+        at=at, timezone=zone, shows=_show_names([s.show for s in daily])
+    )
 
 
 def summary_line(subs: Sequence[Subscription], deps: Deps) -> str:
@@ -245,19 +187,20 @@ def summary_line(subs: Sequence[Subscription], deps: Deps) -> str:
     keywords = (
         filter_text(
             first.keywords,
-            plain=SUBSCRIPTION_KEYWORDS,
-            rule_of=SUBSCRIPTION_RULE,
-            only_excludes=SUBSCRIPTION_EXCEPT,
+            plain=wording.SUBSCRIPTION_KEYWORDS,
+            rule_of=wording.SUBSCRIPTION_RULE,
+            only_excludes=wording.SUBSCRIPTION_EXCEPT,
         )
-        or SUBSCRIPTION_EVERY
+        or wording.SUBSCRIPTION_EVERY
     )
     if len({s.recap for s in subs}) == 1:
-        recap = RECAP_ON if first.recap else RECAP_OFF
+        recap = wording.RECAP_ON if first.recap else wording.RECAP_OFF
     else:  # shows subscribed before keep their own setting
         recap = ", ".join(
-            f"{RECAP_ON if s.recap else RECAP_OFF} ({escape.mrkdwn(s.show)})" for s in subs
+            f"{wording.RECAP_ON if s.recap else wording.RECAP_OFF} ({escape.mrkdwn(s.show)})"
+            for s in subs
         )
-    return SUBSCRIPTION_NOW.format(
+    return wording.SUBSCRIPTION_NOW.format(
         shows=_show_names([s.show for s in subs]),
         keywords=keywords,
         recap=recap,
@@ -287,10 +230,10 @@ def _promise_backfill(
         promise(sub, picked, deps)
         found += picked
     if not found:
-        return [context(BACKFILL_NONE)]
+        return [context(wording.BACKFILL_NONE)]
     several = len(made) > 1
     listed = ", ".join(str(deps.renderer.episode_line(e, show_name=several)) for e in found)
-    return [context(BACKFILL_POSTS.format(episodes=listed))]
+    return [context(wording.BACKFILL_POSTS.format(episodes=listed))]
 
 
 # Of what already matches, the episodes the daily note names (the digest has them all).
@@ -314,13 +257,13 @@ def _daily_note(deps: Deps, made: Sequence[Subscription]) -> list[Block]:
             if e.guid in seen and wanted(sub, Arrival(e, seen[e.guid]), start, end)
         ]
     if not found:
-        return [context(BACKFILL_DAILY_NONE.format(when=when(due, deps)))]
+        return [context(wording.BACKFILL_DAILY_NONE.format(when=when(due, deps)))]
     several = len(made) > 1
     named = found[:_DAILY_NAMED]
     listed = ", ".join(str(deps.renderer.episode_line(e, show_name=several)) for e in named)
     if len(found) > len(named):
-        listed += BACKFILL_MORE.format(count=len(found) - len(named))
-    text = BACKFILL_DAILY_POSTS.format(when=when(due, deps), episodes=listed)
+        listed += wording.BACKFILL_MORE.format(count=len(found) - len(named))
+    text = wording.BACKFILL_DAILY_POSTS.format(when=when(due, deps), episodes=listed)
     return [context(text)]
 
 
@@ -349,19 +292,19 @@ def unsubscribe_with_announcement(
     which = named or None
     removed = deps.store.unsubscribe(invocation.team_id, invocation.channel_id, which)
     if not removed:
-        what = _either(named) if named else ANY_SHOW
-        return nothing(NOT_SUBSCRIBED.format(what=what)), None
+        what = _either(named) if named else wording.ANY_SHOW
+        return nothing(wording.NOT_SUBSCRIBED.format(what=what)), None
     gone = [s for s in named if any(c.show == s for c in current)]
     if named:
-        text = UNSUBSCRIBED.format(show="*, *".join(escape.mrkdwn(s) for s in gone))
+        text = wording.UNSUBSCRIBED.format(show="*, *".join(escape.mrkdwn(s) for s in gone))
         if missing := [s for s in named if s not in gone]:
-            text += " " + NOT_SUBSCRIBED.format(what=_either(missing))
+            text += " " + wording.NOT_SUBSCRIBED.format(what=_either(missing))
     else:
-        text = UNSUBSCRIBED_ALL.format(removed=removed, s="" if removed == 1 else "s")
+        text = wording.UNSUBSCRIBED_ALL.format(removed=removed, s="" if removed == 1 else "s")
     # The config file's channels are kept as tombstones so a restart does not bring them
     # back, but the file still names them: say where to remove them for good.
     if any(sub.source == "config" for sub in current):
-        text += " " + FROM_CONFIG_REMOVE
+        text += " " + wording.FROM_CONFIG_REMOVE
     return _reply(text), unsubscribed(gone, invocation)
 
 
@@ -369,32 +312,37 @@ def pause_reason(code: str | None) -> str:
     """Why a subscription is paused, in the words of the DM that announced it (the store
     keeps Slack's error code, e.g. ``is_archived``). mrkdwn."""
     code = code or ""
-    return PAUSE_REASONS.get(code) or PAUSE_REASON_OTHER.format(error=escape.mrkdwn(code))
+    return wording.PAUSE_REASONS.get(code) or wording.PAUSE_REASON_OTHER.format(
+        error=escape.mrkdwn(code)
+    )
 
 
 def subscription_line(sub: Subscription, deps: Deps) -> str:
     wanted = filter_text(
-        sub.keywords, plain=LIST_FILTER, rule_of=LIST_RULE, only_excludes=LIST_EXCEPT
+        sub.keywords,
+        plain=wording.LIST_FILTER,
+        rule_of=wording.LIST_RULE,
+        only_excludes=wording.LIST_EXCEPT,
     )
     paused = (
-        LIST_PAUSED.format(
+        wording.LIST_PAUSED.format(
             when=when(sub.paused_at, deps), reason=pause_reason(sub.paused_reason)
         )
         if sub.paused
         else ""
     )
     daily = (
-        LIST_DAILY.format(at=sub.daily_at, timezone=deps.settings.timezone)
+        wording.LIST_DAILY.format(at=sub.daily_at, timezone=deps.settings.timezone)
         if sub.daily_at
         else ""
     )
-    return LIST_LINE.format(
+    return wording.LIST_LINE.format(
         show=escape.mrkdwn(sub.show),
         filter=wanted,
         daily=daily,
-        recap=("" if sub.recap else LIST_NO_RECAP)
-        + (LIST_PR_NEWS if sub.pr_updates else ""),
-        source=LIST_FROM_CONFIG if sub.source == "config" else "",
+        recap=("" if sub.recap else wording.LIST_NO_RECAP)
+        + (wording.LIST_PR_NEWS if sub.pr_updates else ""),
+        source=wording.LIST_FROM_CONFIG if sub.source == "config" else "",
         paused=paused + hold_note(sub, deps),
     )
 
@@ -402,30 +350,35 @@ def subscription_line(sub: Subscription, deps: Deps) -> str:
 def list_subscriptions(command: ListSubscriptions, deps: Deps, invocation: Invocation) -> Message:
     subs = deps.store.subscriptions(team_id=invocation.team_id, channel_id=invocation.channel_id)
     if not subs:
-        return nothing(LIST_EMPTY)  # nothing to share
+        return nothing(wording.LIST_EMPTY)  # nothing to share
     lines = "\n".join(f"• {subscription_line(s, deps)}" for s in subs[:40])
-    return message(LIST_TITLE, [section(f"*{LIST_TITLE}*"), section(lines)])
+    return message(wording.LIST_TITLE, [section(f"*{wording.LIST_TITLE}*"), section(lines)])
 
 
 def status_line(show: str, state: FetchState, deps: Deps) -> str:
     error = (
         escape.mrkdwn(escape.truncate(state.last_error, 300))
         if state.last_error
-        else STATUS_NONE
+        else wording.STATUS_NONE
     )
     lenient = (
-        STATUS_LENIENT.format(errors=escape.mrkdwn(escape.truncate(state.read_note, 300)))
+        wording.STATUS_LENIENT.format(errors=escape.mrkdwn(escape.truncate(state.read_note, 300)))
         if state.read_note
         else ""
     )
-    return STATUS_LINE.format(
-        show=escape.mrkdwn(show),
-        polled=when(state.last_polled_at, deps),
-        success=when(state.last_success_at, deps),
-        error=error,
-        failures=state.failures,
-        next=when(state.next_poll_at, deps) if state.next_poll_at else STATUS_NOT_SCHEDULED,
-    ) + lenient
+    return (
+        wording.STATUS_LINE.format(
+            show=escape.mrkdwn(show),
+            polled=when(state.last_polled_at, deps),
+            success=when(state.last_success_at, deps),
+            error=error,
+            failures=state.failures,
+            next=when(state.next_poll_at, deps)
+            if state.next_poll_at
+            else wording.STATUS_NOT_SCHEDULED,
+        )
+        + lenient
+    )
 
 
 def status(command: Status, deps: Deps, invocation: Invocation) -> Message:
@@ -433,9 +386,9 @@ def status(command: Status, deps: Deps, invocation: Invocation) -> Message:
     then its paused subscriptions and daily digests."""
     subs = deps.store.subscriptions(team_id=invocation.team_id, channel_id=invocation.channel_id)
     followed = sorted({s.show for s in subs})
-    blocks: list[Block] = [section(f"*{STATUS_TITLE}*")]
+    blocks: list[Block] = [section(f"*{wording.STATUS_TITLE}*")]
     if followed:
-        blocks.append(context(STATUS_SCOPE))
+        blocks.append(context(wording.STATUS_SCOPE))
     for show in (followed or deps.shows)[:40]:
         blocks.append(section(status_line(show, deps.store.fetch_state(show), deps)))
     if not followed and not deps.shows:
@@ -443,15 +396,15 @@ def status(command: Status, deps: Deps, invocation: Invocation) -> Message:
     paused = [s for s in subs if s.paused or s.held(deps.now())]
     if paused:
         lines = "\n".join(f"• {subscription_line(s, deps)}" for s in paused[:20])
-        blocks += [divider(), section(f"*{STATUS_PAUSED_TITLE}*\n{lines}")]
+        blocks += [divider(), section(f"*{wording.STATUS_PAUSED_TITLE}*\n{lines}")]
     blocks += _daily_status(subs, deps)
-    return message(STATUS_TITLE, blocks)
+    return message(wording.STATUS_TITLE, blocks)
 
 
 def _daily_status(subs: Sequence[Subscription], deps: Deps) -> list[Block]:
     """The channel's daily digests: each show's time and the next one due."""
     lines = [
-        STATUS_DAILY_LINE.format(
+        wording.STATUS_DAILY_LINE.format(
             show=escape.mrkdwn(s.show),
             at=s.daily_at,
             timezone=deps.settings.timezone,
@@ -462,4 +415,4 @@ def _daily_status(subs: Sequence[Subscription], deps: Deps) -> list[Block]:
     ]
     if not lines:
         return []
-    return [divider(), section(f"*{STATUS_DAILY_TITLE}*\n" + "\n".join(lines))]
+    return [divider(), section(f"*{wording.STATUS_DAILY_TITLE}*\n" + "\n".join(lines))]
