@@ -119,6 +119,13 @@ _LONG_FIRST: tuple[tuple[str, str], ...] = (
     ("test_store_request_timeouts.py", ""),
     ("test_oauth_browser.py", ""),
     ("test_github_poll.py", "test_the_digest_does_not_wait_for_a_slow_github"),
+    # Real processes waiting out poll intervals, kills and fan-outs at Slack's pace.
+    ("test_clock_polls.py", ""),
+    ("test_clock_kills.py", ""),
+    ("test_delivery_processes.py", ""),
+    ("test_serve_two_processes.py", ""),
+    ("test_operating.py", ""),
+    ("test_security_connections.py", "test_signed_requests_are_answered_while_thousands"),
 )
 
 
