@@ -66,23 +66,33 @@ _UNKNOWN_PREFIX = "urn:x-digestbot:undeclared:"
 # "&" then (optionally) a reference: numeric, or a name ended by ";". Bounded repeats, so
 # each match is constant work.
 # A "&" that starts no reference: text. Replaced by a constant, so the scan stays in C.
-_BARE_AMP = re.compile(r"&(?!#?[A-Za-z0-9]{1,41};)")
+_BARE_AMP = re.compile(rb"&(?!#?[A-Za-z0-9]{1,41};)")
+_AMP = re.compile(rb"&")
 # A reference XML does not read as written: any name but its five, a numeric one it may
 # refuse (&#0;, &#X41;). The common ones (&amp;, &#8217;) are not matched at all.
 _FIX_REF = re.compile(
-    r"&(?!(?:amp|lt|gt|quot|apos|#[1-9][0-9]{0,6}|#x[0-9a-fA-F]{1,6});)(#?[A-Za-z0-9]{1,41});"
+    rb"&(?!(?:amp|lt|gt|quot|apos|#[1-9][0-9]{0,6}|#x[0-9a-fA-F]{1,6});)(#?[A-Za-z0-9]{1,41});"
 )
 _NAMED_REF = re.compile(rb"&(?!(?:amp|lt|gt|quot|apos);)[A-Za-z][A-Za-z0-9]{0,40};")
-_XML_DECL = re.compile(r"<\?xml[^>]{0,400}\?>")
+_XML_DECL = re.compile(rb"<\?xml[^>]{0,400}\?>")
 _XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]{0,400}encoding\s*=\s*["']([A-Za-z0-9_.:-]{1,40})""")
 # A prefix in a tag name, or in an attribute name.
-_TAG_PREFIX = re.compile(r"</?([A-Za-z_][\w.-]{0,40}):[A-Za-z_]")
-_ATTR_PREFIX = re.compile(r"\s([A-Za-z_][\w.-]{0,40}):[\w.-]{1,80}\s*=")
-_PREFIX_DECL = re.compile(r"""xmlns:([A-Za-z_][\w.-]{0,40})\s*=""")
-_ELEMENT = re.compile(r"<[A-Za-z]")
-_START_TAG = re.compile(r"<([A-Za-z_][\w.:-]{0,100})")
-# Characters XML 1.0 does not allow (surrogates left by the decode are mapped before).
-_NOT_XML_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_TAG_PREFIX = re.compile(rb"</?([A-Za-z_][\w.-]{0,40}):[A-Za-z_]")
+# An attribute's prefix is looked for back from its ":" (a scan from every whitespace of
+# the document for a name and a colon costs more than the rest of the repair).
+_ATTR_COLON = re.compile(rb":[\w.-]{1,80}\s*=")
+_ATTR_PREFIX = re.compile(rb"\s([A-Za-z_][\w.-]{0,40})\Z")
+_PREFIX_DECL = re.compile(rb"""xmlns:([A-Za-z_][\w.-]{0,40})\s*=""")
+_ELEMENT = re.compile(rb"<[A-Za-z]")
+_START_TAG = re.compile(rb"<([A-Za-z_][\w.:-]{0,100})")
+# Characters XML 1.0 does not allow, as UTF-8 (surrogates cannot be valid UTF-8): the C0
+# controls but tab and line ends, U+FFFE and U+FFFF.
+_NOT_XML_CHAR = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]|\xef\xbf[\xbe\xbf]")
+_REPLACEMENT = "\ufffd".encode()
+_CONTROLS = bytes(range(0x00, 0x09)) + b"\x0b\x0c" + bytes(range(0x0E, 0x20))
+_UTF8_BOM = codecs.BOM_UTF8
+# UTF-8 checked a piece at a time: no str of the whole document is made to validate it.
+_CHECK_PIECE = 1 << 20
 # A byte UTF-8 could not decode (surrogateescape: U+DC80..U+DCFF) → its Windows-1252
 # character; the five bytes Windows-1252 leaves undefined are U+FFFD.
 _CP1252 = {
@@ -90,7 +100,6 @@ _CP1252 = {
     else "\ufffd"
     for b in range(0x80, 0x100)
 }  # fmt: skip
-_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 _HIGH = bytes(range(0x80, 0x100))
 _ROOT_END = re.compile(rb"</(?:[\w.-]{1,40}:)?(?:rss|feed|rdf|RDF)\s*>")
 
@@ -130,21 +139,22 @@ class TooBroken(ValueError):
 
 
 def repair(data: bytes) -> Repaired:
-    """``data`` made well-formed; ``TooBroken`` for junk (see ``_within_budget``)."""
+    """``data`` made well-formed; ``TooBroken`` for junk (see ``_within_budget``). Works on
+    UTF-8 bytes throughout: a document's text as ``str`` would be up to four times its size."""
     notes = _Notes()
-    text = _decode(data, notes)
+    text = _utf8(data, notes)
     _within_budget(text)
     text = _skip_prolog_junk(text, notes)
     text = _drop_doctype(text, notes)
     text = _references(text, notes)
     text = _declare_prefixes(text, notes)
-    if _NOT_XML_CHAR.search(text):
+    if _has_control_characters(text):
         notes.append("control characters")
-        text = _NOT_XML_CHAR.sub("\ufffd", text)
-    return Repaired(text.encode("utf-8"), tuple(notes))
+        text = _NOT_XML_CHAR.sub(_REPLACEMENT, text)
+    return Repaired(text, tuple(notes))
 
 
-def _within_budget(text: str) -> None:
+def _within_budget(text: bytes) -> None:
     """Refuse a document with more references to repair than one in 64 characters (plus
     10,000): every repair costs a Python call, and a document of nothing but "&" would
     cost seconds. Counted with C scans that stop at the limit, so junk is refused fast."""
@@ -160,7 +170,8 @@ def truncated(data: bytes) -> bool:
     return _ROOT_END.search(data) is None
 
 
-def _decode(data: bytes, notes: _Notes) -> str:
+def _utf8(data: bytes, notes: _Notes) -> bytes:
+    """``data`` as UTF-8 bytes, without a byte order mark."""
     encoding = "utf-8"
     for bom, name in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
                       (codecs.BOM_UTF16_BE, "utf-16")):  # fmt: skip
@@ -177,27 +188,44 @@ def _decode(data: bytes, notes: _Notes) -> str:
         codec = "utf-8"
     if codec != "utf-8" and codec != "utf-8-sig":
         try:
-            return data.decode(codec).lstrip("\ufeff")
+            return data.decode(codec).lstrip("\ufeff").encode("utf-8")
         except UnicodeDecodeError:
             notes.append(f"bytes invalid in {encoding}, read as Windows-1252")
-            return data.decode("cp1252", "replace")
-    text = data.decode("utf-8", "surrogateescape")
-    if _ESCAPED_BYTE.search(text):
-        notes.append("bytes invalid in UTF-8, read as Windows-1252")
-        # Valid characters encode back to their bytes; the escaped ones are dropped.
-        invalid = len(data) - len(text.encode("utf-8", "ignore"))
-        if len(data) - len(data.translate(None, _HIGH)) - invalid < invalid:
-            # Mostly not UTF-8: a document in another encoding, read as Windows-1252
-            # throughout (as feedparser and browsers do); else UTF-8 with a few strays.
-            return data.decode("cp1252", "replace").lstrip("\ufeff")
-        text = text.translate(_CP1252)
-    return text.lstrip("\ufeff")
+            return data.decode("cp1252", "replace").encode("utf-8")
+    data = data.removeprefix(_UTF8_BOM)
+    if _valid_utf8(data):
+        return data
+    notes.append("bytes invalid in UTF-8, read as Windows-1252")
+    if _mostly_not_utf8(data[:_CHECK_PIECE]):
+        # A document in another encoding, read as Windows-1252 throughout (as feedparser
+        # and browsers do); else UTF-8 with a few strays.
+        return data.decode("cp1252", "replace").lstrip("\ufeff").encode("utf-8")
+    return data.decode("utf-8", "surrogateescape").translate(_CP1252).encode("utf-8")
 
 
-def _skip_prolog_junk(text: str, notes: _Notes) -> str:
-    start = text.find("<?xml", 0, 8192)
+def _mostly_not_utf8(sample: bytes) -> bool:
+    """Whether most of the high bytes of ``sample`` (the document's first megabyte) are
+    not part of a UTF-8 character."""
+    # Valid characters encode back to their bytes; the escaped ones are dropped.
+    invalid = len(sample) - len(sample.decode("utf-8", "surrogateescape").encode("utf-8", "ignore"))
+    return len(sample) - len(sample.translate(None, _HIGH)) - invalid < invalid
+
+
+def _valid_utf8(data: bytes) -> bool:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        for at in range(0, len(data), _CHECK_PIECE):
+            decoder.decode(data[at : at + _CHECK_PIECE])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _skip_prolog_junk(text: bytes, notes: _Notes) -> bytes:
+    start = text.find(b"<?xml", 0, 8192)
     if start < 0 or _ELEMENT.search(text, 0, start):
-        start = text.find("<")
+        start = text.find(b"<")
     if start > 0:
         if text[:start].strip():
             notes.append("text before the XML declaration")
@@ -205,99 +233,102 @@ def _skip_prolog_junk(text: str, notes: _Notes) -> str:
     m = _XML_DECL.match(text)
     if m:
         # The text is UTF-8 now, whatever the document declared.
-        text = '<?xml version="1.0" encoding="UTF-8"?>' + text[m.end() :]
+        text = b'<?xml version="1.0" encoding="UTF-8"?>' + text[m.end() :]
     return text
 
 
-def _drop_doctype(text: str, notes: _Notes) -> str:
+def _drop_doctype(text: bytes, notes: _Notes) -> bytes:
     """The document without its DOCTYPE (and internal subset): nothing in it is read."""
     i = 0
     while True:
-        i = text.find("<!", i)
-        if i < 0 or text.startswith("<!DOCTYPE", i) or text.startswith("<!doctype", i):
+        i = text.find(b"<!", i)
+        if i < 0 or text.startswith(b"<!DOCTYPE", i) or text.startswith(b"<!doctype", i):
             break
-        if not text.startswith("<!--", i):
+        if not text.startswith(b"<!--", i):
             return text
-        end = text.find("-->", i)
+        end = text.find(b"-->", i)
         if end < 0:
             return text
         i = end + 3
     if i < 0:
         return text
-    close = text.find(">", i)
-    subset = text.find("[", i)
+    close = text.find(b">", i)
+    subset = text.find(b"[", i)
     if 0 <= subset < close:
-        bracket = text.find("]", subset)
-        close = text.find(">", bracket) if bracket >= 0 else -1
+        bracket = text.find(b"]", subset)
+        close = text.find(b">", bracket) if bracket >= 0 else -1
     if close < 0:
         return text
-    if "[" in text[i:close]:
+    if b"[" in text[i:close]:
         notes.append("a DOCTYPE with declarations, not read")
     return text[:i] + text[close + 1 :]
 
 
-def _references(text: str, notes: _Notes) -> str:
+def _references(text: bytes, notes: _Notes) -> bytes:
     """Entity references outside CDATA sections made XML: HTML's named ones as characters,
     anything else after ``&`` as text. Comments are dropped (one with ``--`` inside is
     an error, and none says anything a reader reads)."""
-    out: list[str] = []
+    out: list[bytes | memoryview] = []
+    whole = memoryview(text)  # slices of it copy nothing
     i = 0
-    cdata = text.find("<![CDATA[")
-    comment = text.find("<!--")
+    cdata = text.find(b"<![CDATA[")
+    comment = text.find(b"<!--")
     while i < len(text):
         if 0 <= cdata < i:
-            cdata = text.find("<![CDATA[", i)
+            cdata = text.find(b"<![CDATA[", i)
         if 0 <= comment < i:
-            comment = text.find("<!--", i)
+            comment = text.find(b"<!--", i)
         starts = [n for n in (cdata, comment) if n >= 0]
         start = min(starts) if starts else len(text)
-        out.append(_fix_references(text[i:start], notes))
+        out.append(_fix_references(whole[i:start], notes))
         if start == len(text):
             break
         if start == cdata:
-            end = text.find("]]>", start)
+            end = text.find(b"]]>", start)
             end = len(text) if end < 0 else end + 3
-            out.append(text[start:end])
+            out.append(whole[start:end])
         else:
-            end = text.find("-->", start + 4)
+            end = text.find(b"-->", start + 4)
             end = len(text) if end < 0 else end + 3
         i = end
-    return "".join(out)
+    return b"".join(out)
 
 
-def _fix_references(chunk: str, notes: _Notes) -> str:
-    if "&" not in chunk:
+def _fix_references(chunk: memoryview, notes: _Notes) -> bytes | memoryview:
+    if _AMP.search(chunk) is None:
         return chunk
+    fixed: bytes | memoryview = chunk
     if _BARE_AMP.search(chunk):
         notes.append("bare & in text")
-        chunk = _BARE_AMP.sub("&amp;", chunk)
-    return _FIX_REF.sub(lambda m: _reference(m.group(1), notes), chunk)
+        fixed = _BARE_AMP.sub(b"&amp;", chunk)
+    return _FIX_REF.sub(lambda m: _reference(m, notes), fixed)
 
 
-def _reference(name: str, notes: _Notes) -> str:
+def _reference(match: re.Match[bytes], notes: _Notes) -> bytes:
+    name = match.group(1).decode("ascii")
     if name[0] == "#":
         try:
             code = int(name[2:], 16) if name[1] in "xX" else int(name[1:])
         except ValueError:
             notes.append(f"invalid character reference &{name};")
-            return "&amp;" + name + ";"
+            return f"&amp;{name};".encode()
         if code in (9, 10, 13) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0x10FFFF:
-            return f"&#{code};"
+            return f"&#{code};".encode()
         notes.append(f"invalid character reference &{name};")
-        return "\ufffd"
+        return _REPLACEMENT
     value = html5.get(name + ";")
     if value is None:
         notes.append(f"unknown entity &{name};")
-        return "&amp;" + name + ";"
+        return f"&amp;{name};".encode()
     notes.append(f"undeclared entity &{name};")
-    return value.replace("&", "&amp;").replace("<", "&lt;")
+    return value.replace("&", "&amp;").replace("<", "&lt;").encode()
 
 
-def _declare_prefixes(text: str, notes: _Notes) -> str:
-    used = set(_TAG_PREFIX.findall(text)) | set(_ATTR_PREFIX.findall(text))
+def _declare_prefixes(text: bytes, notes: _Notes) -> bytes:
+    used = {p.decode() for p in _TAG_PREFIX.findall(text)} | _attribute_prefixes(text)
     used.discard("xmlns")
     used.discard("xml")
-    missing = sorted(used - {m.group(1) for m in _PREFIX_DECL.finditer(text)})
+    missing = sorted(used - {m.group(1).decode() for m in _PREFIX_DECL.finditer(text)})
     if not missing:
         return text
     root = _root_start(text)
@@ -308,24 +339,47 @@ def _declare_prefixes(text: str, notes: _Notes) -> str:
     declarations = "".join(
         f' xmlns:{p}="{KNOWN_PREFIXES.get(p.lower(), _UNKNOWN_PREFIX + p)}"' for p in missing
     )
-    return text[:root] + declarations + text[root:]
+    whole = memoryview(text)
+    return b"".join((whole[:root], declarations.encode(), whole[root:]))
 
 
-def _root_start(text: str) -> int | None:
+def _attribute_prefixes(text: bytes) -> set[str]:
+    found = set()
+    for colon in _ATTR_COLON.finditer(text):
+        at = colon.start()
+        m = _ATTR_PREFIX.search(text, max(0, at - 42), at)
+        if m:
+            found.add(m.group(1).decode())
+    return found
+
+
+def _has_control_characters(text: bytes) -> bool:
+    """Whether ``text`` holds a character XML 1.0 does not allow (see ``_NOT_XML_CHAR``),
+    checked a piece at a time by deleting the C0 controls (faster than a scan for them)."""
+    if b"\xef\xbf\xbe" in text or b"\xef\xbf\xbf" in text:
+        return True
+    for at in range(0, len(text), _CHECK_PIECE):
+        piece = text[at : at + _CHECK_PIECE]
+        if len(piece.translate(None, _CONTROLS)) != len(piece):
+            return True
+    return False
+
+
+def _root_start(text: bytes) -> int | None:
     """Where the root's attributes begin (just after its name)."""
     i = 0
     while True:
-        i = text.find("<", i)
+        i = text.find(b"<", i)
         if i < 0:
             return None
-        if text.startswith("<?", i):
-            end = text.find("?>", i)
+        if text.startswith(b"<?", i):
+            end = text.find(b"?>", i)
             i = end + 2 if end >= 0 else -1
-        elif text.startswith("<!--", i):
-            end = text.find("-->", i)
+        elif text.startswith(b"<!--", i):
+            end = text.find(b"-->", i)
             i = end + 3 if end >= 0 else -1
-        elif text.startswith("<!", i):
-            end = text.find(">", i)
+        elif text.startswith(b"<!", i):
+            end = text.find(b">", i)
             i = end + 1 if end >= 0 else -1
         else:
             m = _START_TAG.match(text, i)

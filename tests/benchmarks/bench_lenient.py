@@ -8,8 +8,12 @@ refused. CPU time of this process, median of a few runs; nothing asserted.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from digests.errors import FeedParseError
 from digests.extract.episodes import build_episodes
@@ -43,6 +47,34 @@ def flawed_pair(clean: bytes) -> tuple[bytes, bytes]:
     return flawed, repaired
 
 
+_PEAK = """
+import resource, sys
+from digests.errors import FeedParseError
+from digests.parse import parse_bytes
+data = open(sys.argv[1], "rb").read()
+# The resident size now (reading the file may have peaked higher): what the read adds.
+status = open("/proc/self/status").read()
+before = int(status.split("VmRSS:")[1].split()[0])
+try:
+    parse_bytes(data, "f")
+except FeedParseError:
+    pass
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+
+
+def peak_growth_mb(data: bytes) -> float:
+    """How far reading ``data`` raises a fresh process's peak RSS above its resident size
+    with the document loaded, in MB (Linux)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "feed.xml"
+        path.write_bytes(data)
+        out = subprocess.run(
+            [sys.executable, "-c", _PEAK, str(path)], capture_output=True, text=True, check=True
+        )
+    return int(out.stdout) / 1024
+
+
 def main() -> None:
     clean = make_feed(5000)
     flawed, repaired = flawed_pair(clean)
@@ -61,6 +93,11 @@ def main() -> None:
     big = make_feed(int(5000 * 20e6 / len(clean)))
     base = _cpu_ms(lambda: parse_bytes(big, "f"), 3)
     print(f"clean {len(big) / 1e6:.0f} MB feed: {base:.0f} ms")
+    big_flawed, big_repaired = flawed_pair(big)
+    print(
+        f"  peak memory growth: strict read of it {peak_growth_mb(big_repaired):.0f} MB, "
+        f"lenient read of it flawed {peak_growth_mb(big_flawed):.0f} MB"
+    )
     head = b"<rss><channel><title>x</title>"
     junk = {
         "ampersands": head + b"&" * 20_000_000,
