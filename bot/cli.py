@@ -115,7 +115,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
             json.dump([e.to_json() for e in episodes], out, indent=2, ensure_ascii=False)
             out.write("\n")
         else:
-            from digests.types import UNKNOWN_DATE
+            from digests.models import UNKNOWN_DATE
 
             for episode in episodes:
                 prs = len(episode.pull_requests)

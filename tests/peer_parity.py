@@ -28,9 +28,8 @@ import feedparser
 
 from digests.errors import FeedParseError
 from digests.extract.episodes import build_episodes
-from digests.models import Episode
+from digests.models import UNKNOWN_DATE, Episode
 from digests.parse import parse_bytes
-from digests.types import UNKNOWN_DATE
 from tests.feeds_corpus import corpus_dir, corpus_files, podcastparser_files
 
 PODCASTPARSER = podcastparser_files()

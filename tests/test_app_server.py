@@ -12,7 +12,8 @@ import pytest
 import sqlalchemy as sa
 
 from bot.listeners.app import build_app
-from bot.server.asgi import build_asgi, listen, serve
+from bot.server.asgi import build_asgi, serve
+from bot.server.listen import listen
 from config.settings import Settings
 from digests.models import Episode
 from digests.render.renderer import Renderer

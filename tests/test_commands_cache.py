@@ -9,7 +9,8 @@ import pytest
 
 from bot.listeners.app import build_app
 from bot.listeners.commands.base import Deps, Invocation
-from bot.listeners.commands.cache import SingleFlight, TtlCache, cache_key
+from bot.listeners.commands.cache import cache_key
+from bot.listeners.commands.ttl import SingleFlight, TtlCache
 from bot.server.asgi import build_asgi
 from config.settings import Settings
 from digests.models import Episode

@@ -14,9 +14,8 @@ from digests.extract.episodes import build_episodes
 from digests.extract.headline import headline
 from digests.extract.prs import pull_requests
 from digests.extract.summary import lead, nearby, summary, transcript
-from digests.models import ParsedSource, PullRequestRef, RawEntry
+from digests.models import UNKNOWN_DATE, ParsedSource, PullRequestRef, RawEntry
 from digests.parse.dates import published_at
-from digests.types import UNKNOWN_DATE
 
 REPO = "pytorch/pytorch"
 

@@ -15,13 +15,13 @@ import httpx
 import pytest
 
 from digests.errors import FetchError
+from digests.sources.addresses import is_public_address
 from digests.sources.fetch import (
     PrivateAddressRefused,
     fetch,
     fetch_sync,
     forbid_private_addresses,
     human_size,
-    is_public_address,
     make_http_client,
     parse_max_age,
     parse_retry_after,

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from digests import errors
-from digests.errors import FetchError
-from digests.sources.fetch import ACCEPT, USER_AGENT, FeedHTTPError, FeedUnavailable, fetch
+from digests.errors import FeedHTTPError, FeedUnavailable, FetchError
+from digests.sources.fetch import ACCEPT, USER_AGENT, fetch
 from tests.feedserver import RecordedRequest
 
 RSS = b"""<?xml version="1.0"?><rss version="2.0"><channel><title>PyTorch</title></channel></rss>"""

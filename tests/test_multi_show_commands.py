@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.listeners.commands.parse import Subscribe, parse_command
+from bot.listeners.commands.model import Subscribe
+from bot.listeners.commands.parse import parse_command
 from config.settings import ShowConfig
 from digests.models import Episode, PullRequestRef
 from digests.store import Store

@@ -21,12 +21,12 @@ from bot.jobs.pipeline import poll_show
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.decide.update import decide_upsert
 from digests.extract.episodes import build_episodes
-from digests.models import Episode, ParsedSource
-from digests.parse import ItemHashes, parse_bytes
-from digests.parse.item_hashes import item_spans
+from digests.models import UNKNOWN_DATE, Episode, ParsedSource
+from digests.parse import parse_bytes
+from digests.parse.item_hashes import ItemHashes, item_spans
 from digests.store import Store
 from digests.store.schema import episodes
-from digests.types import UNKNOWN_DATE, EpisodeStatus, StoredEpisode
+from digests.types import EpisodeStatus, StoredEpisode
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import rss, rss_item
 from tests.fixtures.store import SAMPLE_NOW

@@ -16,17 +16,10 @@ import pytest
 
 from bot.delivery.deliverer import Deliverer
 from bot.jobs.pipeline import run_once
-from digests.errors import DigestError, FeedParseError, FetchError
+from digests.errors import DigestError, FeedHTTPError, FeedParseError, FeedUnavailable, FetchError
 from digests.parse import parse_bytes
-from digests.redact import redact_text, without_userinfo
-from digests.sources.fetch import (
-    FeedHTTPError,
-    FeedUnavailable,
-    fetch,
-    make_http_client,
-    redact_url,
-    redirect_target,
-)
+from digests.redact import redact_text, redact_url, without_userinfo
+from digests.sources.fetch import fetch, make_http_client, redirect_target
 from digests.store import Store
 from tests.feedserver import FeedServer
 from tests.fixtures.cli import one_line_error, run_cli, run_cli_process

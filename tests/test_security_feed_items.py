@@ -16,10 +16,9 @@ from bot.jobs.ingest import storable
 from bot.jobs.pipeline import run_once, store_episodes
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.extract.episodes import build_episodes
-from digests.models import Episode
+from digests.models import UNKNOWN_DATE, Episode
 from digests.parse import parse_bytes
 from digests.store import Store
-from digests.types import UNKNOWN_DATE
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item, slack_outbox
 from tests.fixtures.store import SAMPLE_NOW

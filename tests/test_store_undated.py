@@ -10,10 +10,9 @@ import sqlalchemy as sa
 from bot.delivery.deliverer import Deliverer
 from bot.jobs.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
-from digests.models import Episode
+from digests.models import UNKNOWN_DATE, Episode
 from digests.store import Store
 from digests.store.schema import episodes
-from digests.types import UNKNOWN_DATE
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item, slack_outbox
 from tests.fixtures.store import SAMPLE_NOW

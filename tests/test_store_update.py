@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from digests.decide.update import decide_upsert, episode_identity, latest_copies
-from digests.models import Episode
-from digests.types import UNKNOWN_DATE, EpisodeStatus, Redate, StoredEpisode
+from digests.models import UNKNOWN_DATE, Episode
+from digests.types import EpisodeStatus, Redate, StoredEpisode
 
 NOW = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)
 DAY = datetime(2026, 10, 1, 13, 0, tzinfo=UTC)

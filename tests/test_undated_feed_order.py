@@ -14,9 +14,8 @@ from bot.delivery.deliverer import Deliverer
 from bot.jobs.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.extract.feed_order import feed_order_dates
-from digests.models import Episode
+from digests.models import UNKNOWN_DATE, Episode
 from digests.store import Store
-from digests.types import UNKNOWN_DATE
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item, slack_outbox
 from tests.fixtures.store import SAMPLE_NOW

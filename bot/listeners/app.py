@@ -21,9 +21,9 @@ from bot.delivery.tokens import TeamAuthorize, TeamTokens
 from bot.jobs import follows
 from bot.listeners import home, interactivity, unfurl
 from bot.listeners.commands.base import Deps
-from bot.listeners.commands.cache import DEFAULT_TTL, TtlCache
 from bot.listeners.commands.explain import permalinks
 from bot.listeners.commands.slash import register_slash
+from bot.listeners.commands.ttl import DEFAULT_TTL, TtlCache
 from bot.listeners.oauth import build_oauth_flow, register_leaving
 from bot.middleware.odd_payloads import quiet_odd_shapes
 from bot.middleware.replay import replay_guard

@@ -17,8 +17,8 @@ from bot.jobs.enrichment import attach_details
 from bot.listeners.commands.base import Deps
 from bot.listeners.commands.episodes import spans_shows
 from bot.listeners.commands.follows import describe
-from bot.listeners.commands.replies import Block, divider, section
 from bot.listeners.commands.replies import context as context_block
+from bot.listeners.commands.replies import divider, section
 from bot.listeners.commands.subscriptions import subscription_line
 from bot.messages.answers import NO_EPISODES
 from bot.messages.home import (
@@ -33,6 +33,7 @@ from bot.messages.home import (
 from config.settings import CHANNEL_ID_PATTERN
 from digests.models import Episode
 from digests.render import blocks, escape, limits
+from digests.render.limits import Block
 from digests.store.follows import FollowStore
 from digests.types import Follow, Subscription
 

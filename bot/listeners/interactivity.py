@@ -20,7 +20,6 @@ from bot.delivery.slack import ack_at_once
 from bot.jobs.enrichment import attach_one
 from bot.listeners.commands import add_show
 from bot.listeners.commands.base import Deps, Invocation
-from bot.listeners.commands.cache import TtlCache
 from bot.listeners.commands.episodes import nearby_of
 from bot.listeners.commands.replies import (
     SHARE_ACTION,
@@ -32,6 +31,7 @@ from bot.listeners.commands.replies import (
     shared_copy,
 )
 from bot.listeners.commands.slash import answer_off_loop, failure_reply
+from bot.listeners.commands.ttl import TtlCache
 from bot.messages.answers import EPISODE_GONE, KEY_PRS_NONE
 from bot.messages.errors import BUTTON_OUT_OF_DATE
 from bot.messages.shows import SHOW_ADMINS_ONLY

@@ -14,9 +14,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.delivery.slack import ack_at_once
 from bot.jobs.enrichment import attach_one
 from bot.listeners.commands.base import Deps
-from bot.listeners.commands.replies import Block, context, section
+from bot.listeners.commands.replies import context, section
 from digests.models import Episode
 from digests.render import escape
+from digests.render.limits import Block
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ from digests.extract.feed_order import feed_order_dates
 from digests.extract.headline import legible, show_names, title_headline, untitled_headline
 from digests.extract.prs import named_past_cap, scan_pull_requests
 from digests.extract.summary import cleaned, lead, nearby
-from digests.models import Episode, ParsedSource, RawEntry
+from digests.models import UNKNOWN_DATE, Episode, ParsedSource, RawEntry
 from digests.parse.dates import published_at
 from digests.parse.text import paragraphs, squash, stable_guid
-from digests.types import MENTIONS, UNKNOWN_DATE, PrMode
+from digests.types import MENTIONS, PrMode
 
 
 def _guid(entry: RawEntry) -> str:

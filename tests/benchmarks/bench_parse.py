@@ -43,8 +43,8 @@ from lxml import etree
 
 from digests.extract.episodes import build_episodes
 from digests.models import Episode, ParsedSource, PullRequestRef, RawEntry
-from digests.parse import ItemHashes, parse_bytes
-from digests.parse.item_hashes import item_spans
+from digests.parse import parse_bytes
+from digests.parse.item_hashes import ItemHashes, item_spans
 
 _WORDS = [
     "compiler",

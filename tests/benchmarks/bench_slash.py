@@ -370,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
             _serve_bare(int(port), rest[0], nagle=kind == "nagle")
         return 0
 
-    from bot.listeners.commands.cache import DEFAULT_TTL
+    from bot.listeners.commands.ttl import DEFAULT_TTL
     from digests.store import Store
     from tests.feedserver import FeedServer
     from tests.fixtures.app import SlackSender, seed_store

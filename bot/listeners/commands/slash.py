@@ -14,10 +14,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.listeners.commands import Answer, answer
 from bot.listeners.commands.add_show import run_show_command
 from bot.listeners.commands.base import Deps, Invocation
-from bot.listeners.commands.cache import SingleFlight, TtlCache, cache_key, channel_scoped
+from bot.listeners.commands.cache import cache_key, channel_scoped
 from bot.listeners.commands.model import CommandError, Subscribe, Unsubscribe
 from bot.listeners.commands.replies import error_reply, message, section
 from bot.listeners.commands.shows_parse import AddShow, ShowCommand, head_word, parse_show_command
+from bot.listeners.commands.ttl import SingleFlight, TtlCache
 from bot.messages.basics import COMMAND
 from bot.messages.errors import (
     INTERNAL_ERROR,

@@ -17,13 +17,13 @@ from bot.listeners.commands.model import (
     Subscribe,
     Unsubscribe,
 )
-from bot.listeners.commands.replies import Block, context, divider, message, nothing, section
+from bot.listeners.commands.replies import context, divider, message, nothing, section
 from bot.messages import subscriptions as wording
 from bot.messages.errors import NO_SHOWS
 from digests.decide.daily import Arrival, next_due, wanted, window
 from digests.models import Episode
 from digests.render import escape
-from digests.render.limits import Message
+from digests.render.limits import Block, Message
 from digests.types import FetchState, Subscription
 
 
