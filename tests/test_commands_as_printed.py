@@ -1,4 +1,4 @@
-"""Issue 31, items 3–6: `/episodes` takes what the bot prints, reads quoted name lists,
+"""`/episodes` takes what the bot prints, reads quoted name lists,
 scopes `status`, and says what the polls found of a show with no episodes.
 
 Four shows on feeds served on loopback, polled for real (``run_once``, the Slack fake

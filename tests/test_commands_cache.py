@@ -157,7 +157,7 @@ def test_answers_are_reused_within_ttl_and_subscribe_clears_them(
 def test_a_subscription_changed_by_another_process_is_seen_at_once(
     app_settings: Settings, seeded_store: tuple[Store, list[Episode]], slack_fake: SlackFake
 ) -> None:
-    # `week` answers as the channel's recap would: with its filter. Issue 31, item 2.
+    # `week` answers as the channel's recap would: with its filter.
     store, episodes = seeded_store
     with in_process(app_settings, store, slack_fake, episodes, reply_cache_ttl=60) as app:
         before = app.sender.slash("week 2026-W40").json()

@@ -1,4 +1,4 @@
-"""The database failing mid fan-out (issue 26, smaller findings): one line per outage with
+"""The database failing mid fan-out: one line per outage with
 the count of deliveries it held back, not one per channel; nothing lost or doubled once it
 answers again; a poll job that meets the outage logs a line, never APScheduler's
 traceback (SQLite, PostgreSQL)."""

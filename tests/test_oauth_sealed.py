@@ -1,4 +1,4 @@
-"""Slack tokens at rest (issue 26, item 5): sealed with Fernet when DIGESTBOT_SECRET_KEY is
+"""Slack tokens at rest: sealed with Fernet when DIGESTBOT_SECRET_KEY is
 set — installed through the real flow, refreshed, read back — with key rotation (the new
 key first, every token resealed at start-up, the old key dropped); plain with a warning at
 start-up otherwise. SQLite and PostgreSQL (``store``/``db_url``)."""

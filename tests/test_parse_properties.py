@@ -1,4 +1,4 @@
-"""Property (issue 26, item 3): for generated RSS, Atom and JSON Feed items — any text,
+"""Property: for generated RSS, Atom and JSON Feed items — any text,
 lone surrogates and control characters included, dates real, odd and nonsense — parsing,
 extracting and a store round trip raise nothing but ``FeedParseError`` (SQLite,
 PostgreSQL). Seeded and bounded, so CI runs the same few examples every time."""

@@ -512,7 +512,7 @@ def test_fit_repairs_raw_dicts() -> None:
     assert raw[0]["text"]["text"] == "h" * 400  # the input is not modified
 
 
-# -- invisible formatting characters (issue 26, item 7) --------------------------------------
+# -- invisible formatting characters --------------------------------------
 
 
 def _format_characters() -> list[str]:

@@ -1,4 +1,4 @@
-"""Connections that never finish a request (issue 26, item 2): a half-sent request is
+"""Connections that never finish a request: a half-sent request is
 closed after the header timeout, and with the connections per process capped below the
 file-descriptor limit, signed requests keep being answered while thousands of idle
 half-requests are held open (a real ``digestbot serve`` under a 1,024-file limit)."""

@@ -1,4 +1,4 @@
-"""Hostile feed items (issue 26, item 3): a date no datetime can hold is no date, text no
+"""Hostile feed items: a date no datetime can hold is no date, text no
 encoder can take is replaced where it is parsed, and an item no column can take is skipped
 with a logged reason while the rest of the feed is stored (SQLite, PostgreSQL)."""
 

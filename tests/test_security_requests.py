@@ -277,7 +277,7 @@ def test_signed_odd_shapes_get_a_polite_reply(
     assert json.loads(text)["text"] == UNREADABLE_REQUEST
 
 
-# Odd shapes that reach Bolt's matching (issue 26, smaller findings): Bolt raised inside a
+# Odd shapes that reach Bolt's matching: Bolt raised inside a
 # listener matcher or its own dispatch and logged a traceback for each, though the reply
 # was right.
 ODD_SHAPES = [

@@ -1,4 +1,4 @@
-"""Issue 31, item 2: two `digestbot serve` behind one URL answer as one.
+"""Two `digestbot serve` behind one URL answer as one.
 
 Two real `serve` processes on one database (SQLite file, PostgreSQL), the episodes polled
 by a real `digestbot run --once`, signed requests sent to each, the Slack fake receiving

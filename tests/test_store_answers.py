@@ -1,4 +1,4 @@
-"""What web processes share through the store (issue 31, item 2): the answers shown with a
+"""What web processes share through the store: the answers shown with a
 Share button, and the subscriptions' version (SQLite and PostgreSQL)."""
 
 from __future__ import annotations

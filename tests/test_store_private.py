@@ -1,4 +1,4 @@
-"""What the bot keeps on disk is its own (issue 26, item 5): the SQLite database and its
+"""What the bot keeps on disk is its own: the SQLite database and its
 -wal/-shm files are 0600, created so and narrowed when an older digestbot left them 0644."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Lenient reads (issue 25): a flawed feed read leniently against the strict read of the
+"""Lenient reads: a flawed feed read leniently against the strict read of the
 same feed repaired, and 20 MB documents of junk against a clean 20 MB feed — each read or
 refused. CPU time of this process, median of a few runs; nothing asserted.
 
