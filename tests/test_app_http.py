@@ -3,6 +3,7 @@ subcommand as Slack sends it, on SQLite and PostgreSQL, store seeded from a loop
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import time
@@ -11,8 +12,11 @@ from typing import Any
 
 import httpx
 import pytest
+from slack_bolt.async_app import AsyncAck
+from slack_bolt.response import BoltResponse
 
 from bot.listeners.app import build_app
+from bot.listeners.commands import Answer
 from bot.server.asgi import build_asgi
 from config.settings import Settings
 from digests.models import PullRequestRef
@@ -70,6 +74,31 @@ def usage_error(body: dict[str, Any]) -> tuple[str, str]:
 
 def test_signed_request_is_answered(served_app: RunningApp) -> None:
     assert reply(served_app.sender.slash("recent 1"))["text"] == "Latest episode"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {
+            "text": "Latest episode",
+            "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "é <x> \u2028"}}],
+        },
+        {"text": "No blocks, only text", "blocks": []},
+        {"text": "", "blocks": [{"type": "divider"}, {"type": "divider"}]},
+    ],
+)
+def test_a_returned_answer_is_what_ack_would_send(message: Any) -> None:
+    """The listener returns an answer's body encoded once (Answer.ephemeral_body) instead of
+    calling ack with it: the same bytes and headers as Bolt's ack makes of the reply."""
+    acked = asyncio.run(
+        AsyncAck()(response_type="ephemeral", text=message["text"], blocks=message["blocks"])
+    )
+    returned = BoltResponse(status=200, body=Answer(message).ephemeral_body)
+    assert (returned.status, returned.body, returned.headers) == (
+        acked.status,
+        acked.body,
+        acked.headers,
+    )
 
 
 # Tests that only read run on one shared app per backend (``readonly_app``): a table row

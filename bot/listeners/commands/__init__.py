@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from bot.listeners.commands import control, episodes, explain, follows, model, subscriptions, week
@@ -35,6 +37,17 @@ class Answer:
     share: str | None = None
     # For everyone in the channel, after a subscription change the reply confirms.
     announce: Message | None = None
+
+    @cached_property
+    def ephemeral_body(self) -> str:
+        """The reply as the HTTP body of ``ack(response_type="ephemeral", text=...,
+        blocks=...)``: the same keys in the same order, as Bolt's ack encodes them (a test
+        compares the two). Encoded once per answer: a cached answer is sent many times, and
+        encoding it was the largest part of answering from the cache."""
+        body: dict[str, Any] = {"text": self.message["text"], "response_type": "ephemeral"}
+        if self.message["blocks"]:
+            body["blocks"] = list(self.message["blocks"])
+        return json.dumps(body)
 
 
 # Each command's handler: (command, deps, invocation) → the reply.

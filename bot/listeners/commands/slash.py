@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.listeners.commands import Answer, answer
@@ -197,16 +198,16 @@ def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Cached] | None = N
     @app.command(COMMAND)
     async def on_episodes(
         ack: AsyncAck, respond: AsyncRespond, client: AsyncWebClient, command: dict[str, Any]
-    ) -> None:
+    ) -> BoltResponse | None:
         text = str(command.get("text") or "")
         invocation = invocation_of(command)
         refusal = refused(invocation)
         if refusal is not None:
             await ack(response_type="ephemeral", text=refusal["text"], blocks=refusal["blocks"])
-            return
+            return None
         if head_word(text) is not None:
             await on_show_command(ack, respond, client, text, invocation)
-            return
+            return None
         # The cache is touched only here, on the event loop: no lock needed.
         key = cache_key(text, deps, invocation)
         if key is None:
@@ -215,12 +216,14 @@ def register_slash(app: AsyncApp, deps: Deps, cache: TtlCache[Cached] | None = N
                 replies.cache.clear()  # `week` answers depend on what the channel follows
         else:
             result = await replies.get(key, text, invocation)
-        reply = result.message
-        await ack(response_type="ephemeral", text=reply["text"], blocks=reply["blocks"])
         if result.announce is not None:
-            # Runs once this listener has returned (nothing is awaited after the ack): the
+            # Runs once this listener has returned (nothing is awaited after this): the
             # response_url call must not eat into the three seconds Slack waits for the
             # reply (listeners run before the response).
             task = asyncio.create_task(announce(respond, result.announce, invocation))
             notices.add(task)
             task.add_done_callback(notices.discard)
+        # What ack(response_type="ephemeral", text=..., blocks=...) would answer, encoded
+        # once per answer (Answer.ephemeral_body): Bolt answers with the response its
+        # listener returns.
+        return BoltResponse(status=200, body=result.ephemeral_body)
