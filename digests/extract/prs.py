@@ -62,6 +62,17 @@ _PR_LIST = re.compile(
 _LIST_NUMBER = re.compile(r"\d{1,9}")
 
 
+# A paragraph opening with a count word: the one place where a list read in paragraphs
+# ("PRs 3, 4" ending one) keeps a number the same text on one line drops as a count.
+_COUNT_OPENS_PARAGRAPH = re.compile(r"\n\n" + _COUNT_WORD)
+
+
+def breaks_a_list(text: str) -> bool:
+    """Whether normalised ``text`` may name a PR that the same text with its paragraph
+    breaks as spaces does not (every other mention it names, that text names too)."""
+    return "\n\n" in text and _COUNT_OPENS_PARAGRAPH.search(text) is not None
+
+
 # The same heads with their lists, as two patterns each led by a longer literal ("pr",
 # "pull"): the regex engine then stops at a few places per text instead of at every "p"
 # (a dozen words in a sentence hold one). Each is scanned on the lower-cased text, the
