@@ -97,24 +97,6 @@ _PR_MENTIONS = (
 _PR_LINK = re.compile(r"github\.com/([a-z0-9_.-]{1,100})/([a-z0-9_.-]{1,100})/pull/(\d{1,9})\b")
 
 
-# A PullRequestRef made through its slots: a frozen dataclass's __init__ sets each field
-# with object.__setattr__, and that is most of the cost of the tens of thousands of refs a
-# large feed makes. The same record (equal, same repr); only the extractor makes them so.
-_REF_FIELDS = vars(PullRequestRef)
-
-
-_SET_NUMBER = _REF_FIELDS["number"].__set__
-
-
-_SET_URL = _REF_FIELDS["url"].__set__
-
-
-_SET_CONTEXT = _REF_FIELDS["context"].__set__
-
-
-_new = object.__new__
-
-
 def pull_requests(text: str, repo: str, prs: PrMode = MENTIONS) -> tuple[PullRequestRef, ...]:
     """Every PR the text names, in order of first mention, no repeats, with its sentence."""
     return tuple(scan_pull_requests(text, repo, prs=prs))
@@ -154,7 +136,6 @@ def scan_pull_requests(
     append = refs.append
     start = end = -1
     whole = ""
-    new = _new
     for pos, number, url in found:
         if not url:
             url = base + str(number)
@@ -171,12 +152,8 @@ def scan_pull_requests(
             else:
                 start, end = scan(text, pos)
                 whole = squash(text[start:end].rstrip())
-        # Made through its slots, inline: see _SET_NUMBER.
-        ref: PullRequestRef = new(PullRequestRef)
-        _SET_NUMBER(ref, number)
-        _SET_URL(ref, url)
-        _SET_CONTEXT(ref, whole if len(whole) <= MAX_CONTEXT else clip(whole, pos - start))
-        append(ref)
+        context = whole if len(whole) <= MAX_CONTEXT else clip(whole, pos - start)
+        append(PullRequestRef(number, url, context))
         if len(refs) >= MAX_PULL_REQUESTS:
             break
     return refs
