@@ -418,8 +418,11 @@ def _plain_links(parts: list[str], names: list[str]) -> bool:
             return True
         i = 3 * at + 1
         attrs = parts[i + 1]
-        # An href "/pull/" is not in, and no entity could spell it in: no PR's.
-        if ("&" in attrs or "/pull/" in attrs.lower()) and not _plain_link(parts, i):
+        # An href "/pull/" is not in, and no entity but &amp; in it (none could spell
+        # "/pull/"): no PR's.
+        if "/pull/" not in attrs.lower() and attrs.count("&") == attrs.count("&amp;"):
+            continue
+        if not _plain_link(parts, i):
             return False
 
 
