@@ -294,11 +294,12 @@ def _inline_to_text(text: str) -> str:
     return paragraphs(text)
 
 
-# Markup split at its tags (name with any "/", then the attributes), each a tag the simple
-# path knows or not: a "<" that opens no tag of this form stays in the text between.
+# Characters libxml2 keeps in text that lxml's path then refuses to set.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-# _ATTRS made possessive (a third faster here; the same splits: nothing in it needs to
-# give back what a repetition took).
+# Markup split at its tags (name with any "/", then the attributes), each a tag the simple
+# path knows or not: a "<" that opens no tag of this form stays in the text between. The
+# attributes are _ATTRS made possessive (a sixth faster here, the same splits: nothing in
+# it needs to give back what a repetition took).
 _TAG_SPLIT = re.compile(
     r"""<(/?[A-Za-z][A-Za-z0-9]*+)((?:\s++[A-Za-z_:][-\w:.]*+"""
     r"""(?:\s*+=\s*+(?:"[^"<>]*+"|'[^'<>]*+'|[^\s"'<>=`]++))?+)*+\s*+/?)>"""
