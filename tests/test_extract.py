@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import random
 from datetime import UTC, datetime
 
 import isodate
@@ -494,3 +495,44 @@ def test_an_item_with_neither_title_nor_description_gets_a_readable_headline(
     (episode,) = build_episodes(parsed, "PyTorch", REPO)
     assert episode.headline == expected
     assert episode.title == ""  # as published
+
+
+def _both_scanned(text: str) -> list[PullRequestRef]:
+    """The PRs of an item whose description and transcript are both ``text`` (normalised),
+    found the general way: the description squashed, then the transcript, in one scan."""
+    squashed = text.replace("\n\n", " ")
+    return prs.scan_pull_requests(squashed + "\n\n" + text, "o/r", normalised=True)
+
+
+def _one_item(text: str) -> RawEntry:
+    return RawEntry(
+        guid="g", title="T", description=text, transcript=text, published=None, normalised=True
+    )
+
+
+def test_a_transcript_repeating_the_description_names_the_prs_of_both() -> None:
+    # A list ending one paragraph before a count word opening the next keeps its last
+    # number in paragraphs, but not on one line: the transcript must be read too.
+    text = "Fixed in PRs 12, 345\n\ncommits were squashed. See PR 7."
+    episode = build_episodes(ParsedSource("rss", None, (_one_item(text),)), "S", "o/r")[0]
+    assert [r.number for r in episode.pull_requests] == [12, 7, 345]
+    assert episode.pull_requests == tuple(_both_scanned(text))
+
+
+def test_a_transcript_repeating_the_description_gives_what_scanning_both_gives() -> None:
+    pieces = [
+        "PR", "PRs", "pull requests", "#", "12", "345", "6789", ",", " and", "&", "commits",
+        "times", "/", "/#7", ".", "!", "?", "…", "the", "fix", "for", "merging", "Rebasing",
+        "https://github.com/o/r/pull/55", "github.com/x/y/pull/66", "-", ":", "No.", "pr-12",
+        "PR2", "pr123", "\n\n", "\n\n", "\n\n", "e.g.", "(",
+    ]  # fmt: skip
+    rng = random.Random(20261206)
+    for _ in range(3000):
+        text = transcript(" ".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))))
+        if not text:
+            continue
+        if rng.random() < 0.05:
+            text = text + "\n\nCommits " + text
+        episode = build_episodes(ParsedSource("rss", None, (_one_item(text),)), "S", "o/r")[0]
+        assert episode.transcript == text
+        assert episode.pull_requests == tuple(_both_scanned(text)), text

@@ -183,3 +183,130 @@ def test_document_text_equals_the_element_walk_on_generated_markup() -> None:
         assert t.html_document_text(root, markup) == walked, markup
         checked += 1
     assert checked > 3000
+
+
+# PR links as feeds write them, and forms whose href lxml may read otherwise (entities,
+# whitespace, unquoted, repeated), for the tag-by-tag path of markup with links.
+_PR = "https://github.com/o/r/pull/7"
+_HREFS = [
+    f'"{_PR}"', f"'{_PR}'", f'"{_PR}?a=1&amp;b=2"', '"https://x.test/a?b=1&amp;c"', f'"{_PR}&x;"',
+    '"https://github.com/o/r/issues/3"', f'" {_PR}"', '"https://GitHub.com/o/r/pull/8"', _PR,
+    '"https://github.com/o/r/pull/9&#47;"', '"https://github&#46;com/o/r/pull/10"', f'"{_PR} "',
+    '"github.com/o/r/pull/11"', '"www.github.com/o/r/pull/12"', '""', '"https://gıthub.com/o/r/pull/13"',
+]  # fmt: skip
+_LINK_WORDS = [
+    "word", "Tom &amp; Jerry", "&lt;x&gt;", "é", " ", "\n", "#7", _PR, "&nbsp;", "&ndash;", "&",
+    "a > b", "\xa0", "&notit;", "&amp", _PR + "?a=1&amp;b=2", "\n\n", "\t", "&#8217;", "&#x2019;",
+    "&#7;", "&#65", "&#x80;", "&#xFFFE;", "&#0;", "\x01", "\x0c", "\x00", "\x85", "&#13;", "\r",
+]  # fmt: skip
+_LINK_SOUP = [
+    "<p>", "</p>", "<div>", "</div>", "<li>", "</li>", "<ul>", "</ul>", "<h2>", "</h2>", "<br>",
+    "</br>", "<hr>", "</hr>", "<b>", "</b>", "</a>", "<dl>", "<dt>", "<dd>", "</dd>", "<P>", "</P>",
+    "<em>", "</em>", "<blockquote>", "</blockquote>", "<span>", "</span>", "<img src=x>",
+]  # fmt: skip
+
+
+def _link_open(rng: random.Random) -> str:
+    href = rng.choice(_HREFS)
+    return rng.choice(
+        [
+            f"<a href={href}>",
+            f'<a target="_blank" href={href} rel="noopener">',
+            f"<A HREF={href}>",
+            f'<a href={href} href="https://x.test/">',
+            f"<a data-href={href}>",
+            f"<a href = {href} >",
+        ]
+    )
+
+
+def _linked_markup(rng: random.Random) -> str:
+    def inline(depth: int) -> str:
+        r = rng.random()
+        if depth > 2 or r < 0.45:
+            return rng.choice(_LINK_WORDS)
+        if r < 0.6:
+            inner = rng.choice(_LINK_WORDS) if rng.random() < 0.8 else inline(depth + 1)
+            return _link_open(rng) + inner + ("</a>" if rng.random() < 0.9 else "")
+        if r < 0.65:
+            return rng.choice(["<br>", "<br/>"])
+        tag = rng.choice(["b", "em", "strong", "span", "code"])
+        return f"<{tag}>{''.join(inline(depth + 1) for _ in range(rng.randint(1, 3)))}</{tag}>"
+
+    def block(depth: int) -> str:
+        r = rng.random()
+        closed = rng.random() < 0.9
+        if depth > 2 or r < 0.4:
+            return "<p>" + "".join(inline(0) for _ in range(rng.randint(1, 4))) + "</p>" * closed
+        if r < 0.6:
+            items = "".join(f"<li>{inline(0)}" + "</li>" * closed for _ in range(rng.randint(1, 3)))
+            return f"<ul>{items}</ul>"
+        if r < 0.7:
+            return f"<h3>{inline(0)}</h3>"
+        if r < 0.75:
+            return "<hr>"
+        return "<div>" + "".join(block(depth + 1) for _ in range(rng.randint(1, 3))) + "</div>"
+
+    if rng.random() < 0.5:
+        pieces = [rng.random() for _ in range(rng.randint(1, 25))]
+        markup = "".join(
+            rng.choice(_LINK_SOUP if r < 0.4 else _LINK_WORDS) if not 0.4 <= r < 0.55
+            else _link_open(rng)
+            for r in pieces
+        )  # fmt: skip
+    else:
+        count = rng.randint(1, 4)
+        markup = "".join(block(0) if rng.random() < 0.8 else inline(0) for _ in range(count))
+    return markup + _link_open(rng) + "x</a>"
+
+
+def test_markup_with_links_reads_as_lxml_reads_it_when_taken_tag_by_tag() -> None:
+    # Markup linking a PR: the tag-by-tag path must give lxml's text wherever it answers,
+    # and leave every other document (soup lxml rearranges, unclear hrefs) to lxml.
+    rng = random.Random(20261207)
+    taken = 0
+    for _ in range(6000):
+        markup = _linked_markup(rng)
+        fast = t._linked_markup_to_text(markup)
+        if fast is None:
+            continue
+        taken += 1
+        assert fast == t._lxml_html_to_text(markup), markup
+    assert taken > 300
+
+
+@pytest.mark.parametrize(
+    ("markup", "expected"),
+    [
+        (
+            f'<p>Landed: <a href="{_PR}" target="_blank">#7</a>, see <a href="{_PR}">{_PR}</a></p>',
+            f"Landed: #7 ({_PR}), see {_PR}",
+        ),
+        (f'<ul><li><a href="{_PR}?x=1&amp;y=2">fix</a></li></ul>', f"- fix ({_PR}?x=1&y=2)"),
+        (f"<P>One</P><A HREF='{_PR}'>two</A>", f"One\n\ntwo ({_PR})"),
+        ('<p><a href="https://x.test/?a=1&amp;b=2">x</a> &ndash; y</p>', "x – y"),
+    ],
+)
+def test_plain_links_are_read_tag_by_tag(markup: str, expected: str) -> None:
+    assert t._linked_markup_to_text(markup) == expected
+    assert t.to_text(markup) == expected
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        f'<p>a<a href="{_PR}">x</p>y</a>',  # the link closed by the paragraph
+        f'<a href="{_PR}"><b>x</b></a>',  # markup inside the link
+        f'<a href="{_PR}&#x3f;">x</a>',  # an entity in the href
+        f"<a href={_PR}>x</a>",  # unquoted
+        f'<p>a<div><a href="{_PR}">x</a></div>b</p>',  # a block closing the paragraph
+        f'x</p>y<a href="{_PR}">x</a>',  # a stray end tag
+        f'<a href="{_PR}">x</a>\x01',  # a control character
+        f'<a href="{_PR}">x</a>&#1;',  # a reference to one
+        f'<a href="{_PR}">x</a>\ry',
+        f'<table><tr><td><a href="{_PR}">x</a></td></tr></table>',
+        f'<a href="{_PR}">x</a><!-- c -->',
+    ],
+)
+def test_other_markup_with_links_goes_to_lxml(markup: str) -> None:
+    assert t._linked_markup_to_text(markup) is None

@@ -8,11 +8,11 @@ from datetime import datetime
 from digests.extract.durations import duration_seconds
 from digests.extract.feed_order import feed_order_dates
 from digests.extract.headline import legible, show_names, title_headline, untitled_headline
-from digests.extract.prs import named_past_cap, scan_pull_requests
-from digests.extract.summary import cleaned, lead, nearby
-from digests.models import UNKNOWN_DATE, Episode, ParsedSource, RawEntry
+from digests.extract.prs import breaks_a_list, named_past_cap, scan_pull_requests
+from digests.extract.summary import cleaned, lead, nearby, squashed
+from digests.models import UNKNOWN_DATE, Episode, ParsedSource, PullRequestRef, RawEntry
 from digests.parse.dates import published_at
-from digests.parse.text import paragraphs, squash, stable_guid
+from digests.parse.text import MAX_TEXT, paragraphs, squash, stable_guid
 from digests.types import MENTIONS, PrMode
 
 
@@ -31,23 +31,17 @@ def extract_entry(
     """One raw entry's episode: the text work (sentences, PR mentions, headline, date)."""
     # A feed reader's text is normalised already: a paragraph of it is squashed too.
     done = entry.normalised
-    description, description_lower = cleaned(
-        entry.description, squash, done and "\n" not in entry.description
-    )
-    text, lower = cleaned(entry.transcript, paragraphs, done)
-    if description:
-        # One scan of both, a paragraph break between them: the summary's PRs first,
-        # then the transcript's not named yet, each with its own sentence.
-        text_lower = description_lower + "\n\n" + lower if text else description_lower
-        both = description + "\n\n" + text if text else description
-        found = scan_pull_requests(both, repo, text_lower, normalised=True, prs=prs)
+    description, description_lower = squashed(entry.description, done)
+    if description and done and _repeats(entry, description):
+        # The transcript is the description in paragraphs (many hosts write the same show
+        # notes in both): scanning it after the description could name no other PR.
+        text = entry.transcript
+        both = description + "\n\n" + text
+        found = scan_pull_requests(description, repo, description_lower, normalised=True, prs=prs)
     else:
-        found = scan_pull_requests(text, repo, lower, normalised=True, prs=prs)
-        # No description (an item with only content:encoded, an Atom entry with only
-        # <content>): the transcript's opening says what the episode covers. Its PRs
-        # are the transcript's, scanned above once.
-        description = lead(text)
-        both = description + "\n\n" + text if text else description
+        description, text, both, found = _scan_both(
+            entry, description, description_lower, repo, prs
+        )
     title = squash(entry.title)
     when = published_at(entry.published)
     return _episode(
@@ -102,6 +96,39 @@ def _episode(values: dict[str, object]) -> Episode:
     _set_attr(episode, "__pydantic_extra__", None)
     _set_attr(episode, "__pydantic_private__", None)
     return episode
+
+
+def _repeats(entry: RawEntry, description: str) -> bool:
+    """Whether ``entry``'s transcript (normalised, as our parsers give it) is the text it
+    gave as its description, ``description`` that text squashed: paragraph breaks are then
+    its only difference, and a break adds no PR mention but before a count word."""
+    raw = entry.transcript
+    return (
+        raw == entry.description
+        and len(raw) < MAX_TEXT
+        and description == raw.replace("\n\n", " ")
+        and not breaks_a_list(raw)
+    )
+
+
+def _scan_both(
+    entry: RawEntry, description: str, description_lower: str, repo: str, prs: PrMode
+) -> tuple[str, str, str, list[PullRequestRef]]:
+    """The summary, the transcript, both together, and the PRs they name."""
+    text, lower = cleaned(entry.transcript, paragraphs, entry.normalised)
+    if description:
+        # One scan of both, a paragraph break between them: the summary's PRs first,
+        # then the transcript's not named yet, each with its own sentence.
+        text_lower = description_lower + "\n\n" + lower if text else description_lower
+        both = description + "\n\n" + text if text else description
+        found = scan_pull_requests(both, repo, text_lower, normalised=True, prs=prs)
+        return description, text, both, found
+    found = scan_pull_requests(text, repo, lower, normalised=True, prs=prs)
+    # No description (an item with only content:encoded, an Atom entry with only
+    # <content>): the transcript's opening says what the episode covers. Its PRs
+    # are the transcript's, scanned above once.
+    description = lead(text)
+    return description, text, (description + "\n\n" + text if text else description), found
 
 
 def _reusable_hash(entry: RawEntry, when: datetime | None) -> str | None:

@@ -62,6 +62,17 @@ _PR_LIST = re.compile(
 _LIST_NUMBER = re.compile(r"\d{1,9}")
 
 
+# A paragraph opening with a count word: the one place where a list read in paragraphs
+# ("PRs 3, 4" ending one) keeps a number the same text on one line drops as a count.
+_COUNT_OPENS_PARAGRAPH = re.compile(r"\n\n" + _COUNT_WORD)
+
+
+def breaks_a_list(text: str) -> bool:
+    """Whether normalised ``text`` may name a PR that the same text with its paragraph
+    breaks as spaces does not (every other mention it names, that text names too)."""
+    return "\n\n" in text and _COUNT_OPENS_PARAGRAPH.search(text) is not None
+
+
 # The same heads with their lists, as two patterns each led by a longer literal ("pr",
 # "pull"): the regex engine then stops at a few places per text instead of at every "p"
 # (a dozen words in a sentence hold one). Each is scanned on the lower-cased text, the
@@ -84,24 +95,6 @@ _PR_MENTIONS = (
 
 
 _PR_LINK = re.compile(r"github\.com/([a-z0-9_.-]{1,100})/([a-z0-9_.-]{1,100})/pull/(\d{1,9})\b")
-
-
-# A PullRequestRef made through its slots: a frozen dataclass's __init__ sets each field
-# with object.__setattr__, and that is most of the cost of the tens of thousands of refs a
-# large feed makes. The same record (equal, same repr); only the extractor makes them so.
-_REF_FIELDS = vars(PullRequestRef)
-
-
-_SET_NUMBER = _REF_FIELDS["number"].__set__
-
-
-_SET_URL = _REF_FIELDS["url"].__set__
-
-
-_SET_CONTEXT = _REF_FIELDS["context"].__set__
-
-
-_new = object.__new__
 
 
 def pull_requests(text: str, repo: str, prs: PrMode = MENTIONS) -> tuple[PullRequestRef, ...]:
@@ -143,7 +136,6 @@ def scan_pull_requests(
     append = refs.append
     start = end = -1
     whole = ""
-    new = _new
     for pos, number, url in found:
         if not url:
             url = base + str(number)
@@ -160,12 +152,8 @@ def scan_pull_requests(
             else:
                 start, end = scan(text, pos)
                 whole = squash(text[start:end].rstrip())
-        # Made through its slots, inline: see _SET_NUMBER.
-        ref: PullRequestRef = new(PullRequestRef)
-        _SET_NUMBER(ref, number)
-        _SET_URL(ref, url)
-        _SET_CONTEXT(ref, whole if len(whole) <= MAX_CONTEXT else clip(whole, pos - start))
-        append(ref)
+        context = whole if len(whole) <= MAX_CONTEXT else clip(whole, pos - start)
+        append(PullRequestRef(number, url, context))
         if len(refs) >= MAX_PULL_REQUESTS:
             break
     return refs

@@ -42,19 +42,39 @@ def cleaned(
     ``normalised``: ``text`` is ``normalise``'s output already, unless a cap cut it (what
     is cut is exactly ``MAX_TEXT`` long), so normalising it again would give it back.
     """
-    lower = text.lower()
-    if (
+    # Normalised first, then lowered once: normalising only joins whitespace, so a phrase
+    # found in the text as given is found in it normalised too.
+    clean = text if normalised and len(text) < MAX_TEXT else normalise(text)
+    lower = clean.lower()
+    if not _has_boilerplate(lower):
+        return clean, lower
+    if clean is not text:
+        lower = text.lower()  # the phrases as given decide, as they always did
+        if not _has_boilerplate(lower):
+            return clean, clean.lower()
+    clean = normalise(_BOILERPLATE.sub("", text))
+    return clean, clean.lower()
+
+
+def squashed(text: str, normalised: bool) -> tuple[str, str]:
+    """``cleaned(text, squash)`` of a description. Normalised paragraphs have no other
+    whitespace than single spaces and the breaks between them: replacing the breaks
+    squashes them (``normalised``: ``text`` is ``paragraphs``' output)."""
+    if normalised and "\n" in text and len(text) < MAX_TEXT:
+        flat = text.replace("\n\n", " ")
+        lower = flat.lower()
+        if not _has_boilerplate(lower):
+            return flat, lower
+    return cleaned(text, squash, normalised and "\n" not in text)
+
+
+def _has_boilerplate(lower: str) -> bool:
+    return (
         "crawler page" in lower
         or "rss feed for the full" in lower
         or "short developer briefing" in lower
         or "repository work in plain" in lower
-    ):
-        clean = normalise(_BOILERPLATE.sub("", text))
-        return clean, clean.lower()
-    if normalised and len(text) < MAX_TEXT:
-        return text, lower
-    clean = normalise(text)
-    return clean, (lower if clean == text else clean.lower())
+    )
 
 
 MAX_LEAD = 500

@@ -186,8 +186,12 @@ def to_text(value: str | None) -> str:
         return ""
     value = cap(value, MAX_TEXT * 2)
     if "<" in value and "github.com" in value and _A_OPEN.search(value) is not None:
-        # A link that may name a PR: only lxml keeps its href, so none of the checks for
-        # the simple path below (each a scan of the markup) could spare the tree.
+        # A link that may name a PR, whose href must survive: the tag-by-tag path when
+        # every tag is simple and every such link plain, else lxml (none of the checks
+        # for the simple path below, each a scan of the markup, could spare the tree).
+        linked = _linked_markup_to_text(value)
+        if linked is not None:
+            return cap(linked)
         return cap(_lxml_html_to_text(_keep_slack_syntax(value)))
     if "<" in value:
         # Block tags (not <li>) replaced first: when that leaves no "<", every "<" opened
@@ -230,6 +234,7 @@ _BLOCKS = (
     "p|div|blockquote|h[1-6]|ul|ol|li|dl|dt|dd|section|article|header|footer|main|aside|"
     "figure|figcaption|hr|address|nav"
 )
+_BLOCK_NAMES = frozenset(_BLOCKS.replace("h[1-6]", "h1|h2|h3|h4|h5|h6").split("|"))
 _ATTRS = r"""(?:\s+[A-Za-z_:][-\w:.]*(?:\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s"'<>=`]+))?)*\s*/?"""
 # A '<' that does not open one of the simple tags above.
 _NOT_SIMPLE = re.compile(rf"<(?!/?(?i:{_BLOCKS}|{_INLINE}|br)\b{_ATTRS}>)")
@@ -287,6 +292,175 @@ def _inline_to_text(text: str) -> str:
     if "&" in text:
         text = html.unescape(text)
     return paragraphs(text)
+
+
+# Characters libxml2 keeps in text that lxml's path then refuses to set.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Markup split at its tags (name with any "/", then the attributes), each a tag the simple
+# path knows or not: a "<" that opens no tag of this form stays in the text between. The
+# attributes are _ATTRS made possessive (a sixth faster here, the same splits: nothing in
+# it needs to give back what a repetition took).
+_TAG_SPLIT = re.compile(
+    r"""<(/?[A-Za-z][A-Za-z0-9]*+)((?:\s++[A-Za-z_:][-\w:.]*+"""
+    r"""(?:\s*+=\s*+(?:"[^"<>]*+"|'[^'<>]*+'|[^\s"'<>=`]++))?+)*+\s*+/?)>"""
+)
+_TAG_TEXT = {
+    **{f"{slash}{name}": "\n\n" for name in _BLOCK_NAMES for slash in ("", "/")},
+    **{f"{slash}{name}": "" for name in _INLINE.split("|") for slash in ("", "/")},
+    "li": "\n\n- ",
+    "br": "\n",
+    "/br": "",
+}
+_HREF_FIRST = re.compile(r"""\s+(?i:href)\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')""")
+_ATTR = re.compile(
+    r"""\s+([A-Za-z_:][-\w:.]*)(?:\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>=`]+)))?"""
+)
+
+
+def _linked_markup_to_text(markup: str) -> str | None:
+    """``_lxml_html_to_text`` of markup whose every tag is one the simple path knows, whose
+    tags nest as written and whose every PR link is plain (a quoted href, entities
+    ``&amp;`` at most, text with no tags inside); None for any other markup. The markup
+    is split at its tags, each tag replaced by its text (a paragraph break, a line
+    break, nothing), and a PR link's href put after its end tag, as lxml's path does."""
+    if "\r" in markup:
+        return None  # libxml2 reads a lone CR as a line break; paragraphs() does not
+    parts = _TAG_SPLIT.split(markup)
+    names = parts[1::3]
+    get = _TAG_TEXT.get
+    texts = [get(name) for name in names]
+    if None in texts:
+        names = [name.lower() for name in names]
+        texts = [get(name) for name in names]
+        if None in texts:
+            return None
+    if not _nested(names):
+        return None
+    if "a" in names and not _plain_links(parts, names):
+        return None
+    parts[1::3] = texts
+    parts[2::3] = [""] * len(texts)
+    text = "".join(parts)
+    if "<" in text or _CONTROL.search(text) is not None:
+        # A "<" that opens no simple tag; control characters, which lxml's path refuses.
+        return None
+    if "&" not in text:
+        return paragraphs(text)
+    if "&#" in text and not _plain_references(text):
+        return None
+    return paragraphs(html.unescape(text))
+
+
+# Characters html.unescape and libxml2 give alike: references to a control character or
+# a noncharacter are read otherwise by each (and lxml's path refuses a control character).
+_NUMERIC_REFERENCE = re.compile(r"&#(?:[xX]([0-9a-fA-F]{1,8})|([0-9]{1,10}));")
+
+
+def _plain_references(text: str) -> bool:
+    """Whether every numeric character reference in ``text`` is complete and names a
+    character both readers give as it is."""
+    count = 0
+    for m in _NUMERIC_REFERENCE.finditer(text):
+        count += 1
+        code = int(m.group(1), 16) if m.group(1) is not None else int(m.group(2))
+        if not (0x20 <= code < 0x7F or 0xA0 <= code <= 0x10FFFF):
+            return False
+        if 0xD800 <= code <= 0xDFFF or 0xFDD0 <= code <= 0xFDEF or code & 0xFFFE == 0xFFFE:
+            return False
+    return count == text.count("&#")
+
+
+# Blocks lxml's HTML parser closes when another block starts in them: the paragraph
+# breaks would then fall where it closes them, so such markup is lxml's to read.
+_CLOSED_BY_BLOCKS = frozenset(["p", "h1", "h2", "h3", "h4", "h5", "h6"])
+_CLOSES = {
+    **{name: frozenset(_BLOCK_NAMES) for name in _CLOSED_BY_BLOCKS},
+    "li": frozenset(["li"]),
+    "dt": frozenset(["dt", "dd"]),
+    "dd": frozenset(["dt", "dd"]),
+}
+_END_TAG = {name: f"/{name}" for name in (*_BLOCK_NAMES, *_INLINE.split("|")) if name != "hr"}
+
+
+def _nested(names: list[str]) -> bool:
+    """Whether tags ``names`` (lower case, "/" first for an end tag) nest as written: each
+    end tag the innermost open element's, no block that would close the one it opens in
+    (lxml's tree would then place the breaks otherwise)."""
+    open_tags: list[str] = []  # the end tag each open element awaits
+    blocks: list[str] = []  # the open blocks
+    for name in names:
+        end = _END_TAG.get(name)
+        if end is not None:  # an element's start tag
+            open_tags.append(end)
+            if name in _BLOCK_NAMES:
+                if blocks and name in _CLOSES.get(blocks[-1], ()):
+                    return False
+                blocks.append(name)
+        elif name == "br" or name == "/br":
+            continue  # lxml drops </br>
+        elif name == "hr":
+            if blocks and blocks[-1] in _CLOSED_BY_BLOCKS:
+                return False
+        elif not open_tags or open_tags.pop() != name:
+            return False  # an end tag not the innermost element's, or </hr>
+        elif name[1:] in _BLOCK_NAMES:
+            blocks.pop()
+    return True
+
+
+def _plain_links(parts: list[str], names: list[str]) -> bool:
+    """``_plain_link`` of each <a> of ``parts``, a ``_TAG_SPLIT`` split whose tag names
+    (lower case) are ``names``."""
+    at = -1
+    while True:
+        try:
+            at = names.index("a", at + 1)
+        except ValueError:
+            return True
+        i = 3 * at + 1
+        attrs = parts[i + 1]
+        # An href "/pull/" is not in, and no entity but &amp; in it (none could spell
+        # "/pull/"): no PR's.
+        if "/pull/" not in attrs.lower() and attrs.count("&") == attrs.count("&amp;"):
+            continue
+        if not _plain_link(parts, i):
+            return False
+
+
+def _first_href(attrs: str) -> str | None:
+    """The first ``href`` of a tag's attributes (as lxml keeps it), when it is quoted."""
+    m = _HREF_FIRST.match(attrs)  # most links: the href first
+    if m is not None:
+        return m.group(1) if m.group(1) is not None else m.group(2)
+    for m in _ATTR.finditer(attrs):
+        if m.group(1).lower() == "href":
+            return m.group(2) if m.group(2) is not None else m.group(3)
+    return None
+
+
+def _plain_link(parts: list[str], i: int) -> bool:
+    """For the <a> at ``parts[i]`` of a ``_TAG_SPLIT`` split: False when lxml could read
+    its href otherwise than as written here; else True, its href (when a PR's, not in
+    its text) put after its end tag."""
+    attrs = parts[i + 1]
+    href = _first_href(attrs)
+    if href is None:
+        return "href" not in (m.group(1).lower() for m in _ATTR.finditer(attrs))
+    value = href
+    if "&" in href:
+        value = href.replace("&amp;", "&")
+        if "&" in href.replace("&amp;", ""):
+            return False  # an entity lxml may read otherwise
+    if " " in href or not href.isprintable():
+        return False  # whitespace its strip() would take
+    if _GITHUB_PULL.match(value) is None:
+        return True
+    if i + 3 >= len(parts) or (parts[i + 3] != "/a" and parts[i + 3] != "/A"):
+        return False  # tags inside, or no end tag: lxml decides where it ends
+    inner = parts[i + 2]
+    if value not in (html.unescape(inner) if "&" in inner else inner):
+        parts[i + 5] = f" ({href}){parts[i + 5]}"  # decoded with the rest of the text
+    return True
 
 
 def _lxml_html_to_text(markup: str) -> str:
