@@ -1,4 +1,4 @@
-"""``digestbot`` command line: parse, render, run, serve, clock, recap.
+"""``digestbot`` command line: parse, render, run, serve, clock, worker, jobs, recap.
 
 Every failure the user can fix ends as one line on stderr and exit code 2, never a traceback.
 """
@@ -36,7 +36,12 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="the main job: web app + scheduler (or one poll with --once)")
     run.add_argument("--once", action="store_true", help="poll every show, deliver, exit")
     sub.add_parser("serve", help="HTTP handlers only (Procfile web)")
-    sub.add_parser("clock", help="scheduler and delivery only (Procfile clock)")
+    sub.add_parser(
+        "clock", help="scheduler and delivery only (on PostgreSQL: a worker, as `worker`)"
+    )
+    worker = sub.add_parser("worker", help="run the job queue's jobs (PostgreSQL; Procfile worker)")
+    worker.add_argument("--name", help="the worker's name in logs and `jobs`")
+    sub.add_parser("jobs", help="the job queue: jobs per queue and state, due polls")
 
     parse = sub.add_parser("parse", help="parse a feed or episode page")
     parse.add_argument("source", help="path or URL of a feed or an episode page")
@@ -152,6 +157,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
         asyncio.run(service.run_web(settings))
     elif command == "clock":
         asyncio.run(service.run_clock(settings))
+    elif command == "worker":
+        asyncio.run(service.run_worker(settings, name=args.name))
+    elif command == "jobs":
+        return service.print_jobs(settings, out)
     return 0
 
 

@@ -13,7 +13,7 @@ import json
 import logging
 import signal
 import socket
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, TextIO
 from zoneinfo import ZoneInfo
 
@@ -152,6 +152,12 @@ async def run_web(settings: Settings) -> None:
 
 
 async def run_clock(settings: Settings) -> None:
+    """The clock: APScheduler on SQLite; on PostgreSQL a worker (``digestbot worker``),
+    the queue having replaced the clocks' own coordination (CHANGELOG)."""
+    if _on_postgres(settings):
+        log.warning("digestbot clock on PostgreSQL runs a worker: `digestbot worker`")
+        await run_worker(settings)
+        return
     from bot.jobs.scheduler import run_clock as clock
     from bot.process import ProcessOps
 
@@ -162,16 +168,70 @@ async def run_clock(settings: Settings) -> None:
         await ops.aclose()
 
 
+def _on_postgres(settings: Settings) -> bool:
+    from sqlalchemy.engine import make_url
+
+    return make_url(settings.database_url).get_backend_name() == "postgresql"
+
+
+async def run_worker(settings: Settings, *, name: str | None = None) -> None:
+    """``digestbot worker``: the job queue's jobs (PostgreSQL only)."""
+    from bot.jobs.queue import conninfo
+
+    conninfo(settings.database_url)  # SQLite: one line, before anything loads
+    from bot.jobs.worker import run_worker as work
+    from bot.process import ProcessOps
+
+    ops = ProcessOps.bind(settings, clock=True)
+    try:
+        await work(settings, ops=ops, name=name)
+    finally:
+        await ops.aclose()
+
+
+def print_jobs(settings: Settings, out: TextIO) -> int:
+    """``digestbot jobs``: the queue's jobs per queue and state, workers, due polls."""
+    from bot.jobs.queue import conninfo
+
+    conninfo(settings.database_url)
+    from bot.jobs.tasks import due_polls
+    from digests.store.jobs import queue_counts, worker_count
+
+    store = open_store(settings)
+    try:
+        counts = queue_counts(store.engine)
+        workers = worker_count(store.engine)
+        due = due_polls(settings, store, utcnow(), timedelta(0))
+    finally:
+        store.close()
+    out.write(f"{'queue':<10} {'todo':>6} {'doing':>6} {'failed':>6}  oldest waiting\n")
+    for queue in sorted({c.queue for c in counts}):
+        row = {c.status: c for c in counts if c.queue == queue}
+        n = [row[s].jobs if s in row else 0 for s in ("todo", "doing", "failed")]
+        oldest = row["todo"].oldest_seconds if "todo" in row else None
+        age = f"{oldest:.0f} s" if oldest is not None else "-"
+        out.write(f"{queue:<10} {n[0]:>6} {n[1]:>6} {n[2]:>6}  {age}\n")
+    out.write(f"workers: {workers}; polls due now: {len(due)}\n")
+    return 0
+
+
 async def run_all(settings: Settings) -> None:
-    """One process: the web app (when Slack credentials are set) beside the clock."""
+    """One process: the web app (when Slack credentials are set) beside the clock (on
+    PostgreSQL, a worker of the job queue)."""
     web = _can_serve(settings)
     sock = _listen(settings) if web else None
-    from bot.jobs.scheduler import run_clock as clock
     from bot.process import ProcessOps
 
     ops = ProcessOps.bind(settings, clock=True)
     stop = _stop_on_signals()
-    tasks = [asyncio.ensure_future(clock(settings, stop=stop, ops=ops))]
+    if _on_postgres(settings):
+        from bot.jobs.worker import run_worker as work
+
+        tasks = [asyncio.ensure_future(work(settings, ops=ops, stop=stop))]
+    else:
+        from bot.jobs.scheduler import run_clock as clock
+
+        tasks = [asyncio.ensure_future(clock(settings, stop=stop, ops=ops))]
     if web:
         tasks.append(asyncio.ensure_future(_web(settings, stop, sock, ops)))
     else:

@@ -211,6 +211,15 @@ class Settings(BaseSettings):
     # Seconds between two posts to one channel (Slack allows about one a second).
     slack_post_interval: float = Field(default=1.0, ge=0, le=60)
     database_url: str = "sqlite:///digestbot.sqlite3"
+    # `digestbot worker` (PostgreSQL, docs/operating.md): jobs one worker runs at once,
+    # feeds it fetches at once, Slack calls it has in flight, posts per second to one
+    # workspace (every worker together: a workspace's deliveries run one job at a time),
+    # and how long a worker may miss heartbeats before its jobs are run again elsewhere.
+    worker_concurrency: int = Field(default=16, ge=1, le=256)
+    fetch_concurrency: int = Field(default=16, ge=1, le=256)
+    delivery_concurrency: int = Field(default=50, ge=1, le=1000)
+    team_posts_per_second: float = Field(default=20.0, ge=0, le=1000)
+    worker_stalled_seconds: float = Field(default=60.0, ge=2, le=3600)
     # GitHub: PR titles and states. Asked only when enabled: `github = true` in the file, or
     # GITHUB_TOKEN / GITHUB_API_URL set; `github = false` turns it off whatever is set.
     github: bool | None = None

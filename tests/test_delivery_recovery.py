@@ -7,7 +7,6 @@ whatever parts of the delivery reached Slack before it died actually in the fake
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import subprocess
 import sys
@@ -18,7 +17,6 @@ from typing import Any
 
 import httpx
 import pytest
-import sqlalchemy as sa
 
 from bot.delivery.deliverer import Deliverer
 from bot.delivery.items import Delivery
@@ -28,7 +26,7 @@ from bot.jobs.sweeper import Sweeper
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.decide.deliveries import episode_key
 from digests.store import Store
-from digests.store.ledger import Ledger, OwnerLock, ShowLock, ShowLocks
+from digests.store.ledger import Ledger
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import digest, rss, rss_item, slack_outbox
 from tests.fixtures.ledger import seed_row
@@ -41,16 +39,21 @@ NOW = datetime(2026, 10, 6, 8, 0, tzinfo=UTC)
 REPLIES = ({"text": "PRs of g1"}, {"text": "Transcript of g1"})
 
 
-def live_name() -> str:
-    """Another clock's owner name, its own to this test: PostgreSQL advisory locks are
-    database-wide (schemas do not separate them), so a fixed name is held now and then by
-    the same test of another run on the same database, which makes that owner alive here."""
-    return f"live-host:2:{uuid.uuid4().hex[:12]}"
+class LiveOwner:
+    """Another process's owner name (``host:pid:tag``), alive exactly as long as that
+    process: a sleeper on this host, killed by :meth:`close`."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        self.name = f"{socket.gethostname()}:{self.proc.pid}:{uuid.uuid4().hex[:8]}"
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(timeout=10)
 
 
 async def gone(ledger: Ledger, owner: str) -> None:
-    """Wait until ``owner`` is seen dead (its lock closed): the server may end the session,
-    and the lock with it, a moment after the client's close returns."""
+    """Wait until ``owner`` is seen dead (its process reaped)."""
     deadline = asyncio.get_running_loop().time() + 10
     while ledger.owner_alive(owner):
         assert asyncio.get_running_loop().time() < deadline, f"{owner} still alive"
@@ -195,8 +198,8 @@ async def test_orphans_are_the_rows_no_live_owner_is_on(
     store: Store, slack_fake: SlackFake, deliverer: Deliverer
 ) -> None:
     ledger = Ledger.for_store(store)
-    other = live_name()
-    live = OwnerLock(ledger, other)
+    live = LiveOwner()
+    other = live.name
     try:
         left_posting(store, "C1", owner=DEAD)
         left_posting(store, "C2", owner=DEAD, state="pending")
@@ -255,8 +258,8 @@ async def test_the_sweep_finishes_a_dead_owners_fan_out_and_nothing_else(
     polled = await poll_show(settings, store, http, settings.shows[0], NOW)
     assert polled.status == "ok"
     key = episode_key("PyTorch", "pytorch-2026-10-03")
-    other = live_name()
-    live = OwnerLock(Ledger.for_store(store), other)
+    live = LiveOwner()
+    other = live.name
     try:
         left_posting(store, "C1", key=key, state="pending")  # never started
         await landed(slack_fake, "C2", 0, key=key)
@@ -284,67 +287,6 @@ async def test_the_sweep_finishes_a_dead_owners_fan_out_and_nothing_else(
     assert [i[1] for i in late.posted] == ["C4"]
     assert parts(slack_fake, "C4", key) == (["digest"], ["thread:0"])
     assert slack_fake.messages("C5") == []
-
-
-@pytest.mark.skipif(not os.environ.get("DIGESTBOT_TEST_POSTGRES_URL"), reason="needs PostgreSQL")
-@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
-def test_poll_locks_are_per_schema(store: Store) -> None:
-    """Advisory locks are database-wide: another deployment's schema must not block ours."""
-    base = os.environ["DIGESTBOT_TEST_POSTGRES_URL"]
-    schema = f"t_{uuid.uuid4().hex}"
-    admin = sa.create_engine(base, poolclass=sa.pool.NullPool)
-    with admin.begin() as conn:
-        conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
-    other = sa.create_engine(f"{base}?options=-csearch_path%3D{schema}")
-    ours = Ledger.for_store(store)
-    held = ShowLock(ours, "PyTorch")
-    try:
-        assert held.acquire()
-        assert not ShowLock(ours, "PyTorch").acquire()  # our other clock: busy
-        theirs = ShowLock(Ledger(other), "PyTorch")
-        assert theirs.acquire()  # another deployment, same show name: not ours to wait for
-        theirs.release()
-        assert ours.namespace() != Ledger(other).namespace()
-    finally:
-        held.release()
-        other.dispose()
-        with admin.begin() as conn:
-            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        admin.dispose()
-    again = ShowLock(ours, "PyTorch")
-    assert again.acquire()
-    again.release()
-
-
-@pytest.mark.skipif(not os.environ.get("DIGESTBOT_TEST_POSTGRES_URL"), reason="needs PostgreSQL")
-@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
-def test_a_cycles_locks_and_one_shows_lock_see_each_other(store: Store) -> None:
-    ours = Ledger.for_store(store)
-    held = ShowLock(ours, "PyTorch")
-    assert held.acquire()
-    cycle = ShowLocks(ours, ["PyTorch", "Triton", "Triton"])
-    try:
-        assert cycle.acquire() == {"Triton"}  # PyTorch: another clock is polling it
-        assert not ShowLock(ours, "Triton").acquire()
-        assert ShowLocks(ours, ["Triton"]).acquire() == frozenset()
-    finally:
-        cycle.release()
-        held.release()
-    cycle.release()  # again: nothing held, nothing to do
-    after = ShowLocks(ours, ["PyTorch", "Triton"])
-    assert after.acquire() == {"PyTorch", "Triton"}
-    after.release()
-    again = ShowLock(ours, "Triton")
-    assert again.acquire()
-    again.release()
-
-
-def test_on_sqlite_a_cycle_gets_every_show(store: Store) -> None:
-    if store.engine.dialect.name != "sqlite":
-        pytest.skip("SQLite only")
-    locks = ShowLocks(Ledger.for_store(store), ["PyTorch", "Triton"])
-    assert locks.acquire() == {"PyTorch", "Triton"}
-    locks.release()
 
 
 def test_on_sqlite_an_owner_is_alive_while_its_process_is(tmp_path: Path) -> None:

@@ -40,7 +40,10 @@ def loaded_after(module: str) -> set[str]:
         ("bot.server.listen", {"sqlalchemy", "slack_sdk", "slack_bolt", "apscheduler", "uvicorn"}),
         # `run --once` polls, delivers and posts the daily digests without a scheduler.
         ("bot.jobs.daily", {"apscheduler"}),
-        ("bot.jobs.pipeline", {"apscheduler"}),
+        ("bot.jobs.pipeline", {"apscheduler", "procrastinate"}),
+        # The embedded default (`run` on SQLite) never loads the job queue.
+        ("bot.jobs.scheduler", {"procrastinate"}),
+        ("bot.cli", {"procrastinate"}),
     ],
 )
 def test_module_loads_no_io_library(module: str, forbidden: set[str]) -> None:
@@ -122,3 +125,29 @@ def test_the_private_bolt_check_finds_what_it_looks_for(tmp_path: Path) -> None:
     path.write_text(source)
     found = _private_bolt_imports(path, tmp_path)
     assert len(found) == 4 and not any("AsyncApp" in line for line in found)
+
+
+SQLITE_RUN = """
+import os, signal, sys, threading
+from bot.cli import main
+if sys.argv[1] == "run":  # the clock runs until SIGTERM: stop it once it has started
+    threading.Timer(4, lambda: os.kill(os.getpid(), signal.SIGTERM)).start()
+code = main(sys.argv[1:])
+print("loaded" if "procrastinate" in sys.modules else "clean", code)
+"""
+
+
+@pytest.mark.parametrize("args", [["run", "--once"], ["run"]])
+def test_run_on_sqlite_loads_no_job_queue(args: list[str], tmp_path: Path) -> None:
+    """`digestbot run` and `run --once` on SQLite: APScheduler in one process, no
+    procrastinate (the job queue is `digestbot worker`'s, on PostgreSQL)."""
+    env = {
+        k: v for k, v in __import__("os").environ.items()
+        if not k.startswith(("SLACK_", "DIGESTBOT_CONFIG", "DATABASE_URL"))
+    }  # fmt: skip
+    env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'd.sqlite3'}"
+    done = subprocess.run(
+        [sys.executable, "-c", SQLITE_RUN, *args], capture_output=True, text=True, timeout=120,
+        env=env, cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    assert done.stdout.split()[-2:] == ["clean", "0"], (done.stdout, done.stderr[-2000:])

@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-import pytest
 import sqlalchemy as sa
 
 from bot.delivery.deliverer import Deliverer
@@ -22,7 +21,6 @@ from bot.jobs.pipeline import run_once
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.models import Episode
 from digests.store import Store
-from digests.store.ledger import ShowLock
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item
 from tests.fixtures.ledger import crash_all
@@ -71,7 +69,7 @@ def statements(store: Store, rows: list[int] | None = None) -> Iterator[list[str
         conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool
     ) -> None:
         verb = statement.lstrip().split(None, 1)[0].upper()
-        if verb in DATA and "advisory" not in statement:  # the show lock: PostgreSQL only
+        if verb in DATA:
             seen.append(statement)
             if rows is not None:
                 rows.append(len(params) if many else 1)
@@ -223,25 +221,3 @@ async def test_an_unchanged_200_is_as_quiet_as_a_304(
     assert verbs(seen)["UPDATE"] == 1, seen  # the fetch state; no plan, no quiet mark again
     assert not [q for q in seen if "FROM subscriptions" in q or "deliveries.key" in q], seen
     assert len(keys_in(slack_fake.messages("C1"))) == 1
-
-
-async def test_a_show_another_clock_is_polling_is_busy_for_the_whole_cycle(
-    store: Store, slack_fake: SlackFake, feed_server: FeedServer, http: httpx.AsyncClient,
-    deliverer: Deliverer,
-) -> None:  # fmt: skip
-    if not deliverer.ledger.is_postgres:
-        pytest.skip("PostgreSQL only: on SQLite a show poll never contends")
-    settings = settings_for(feed_server, 2)
-    subscribe(store, settings, "C1")
-    other = ShowLock(deliverer.ledger, "Show0")
-    assert other.acquire()
-    try:
-        report = await poll(settings, store, http, deliverer, 0)
-    finally:
-        other.release()
-    assert {p.show: p.status for p in report.polls} == {"Show0": "busy", "Show1": "ok"}
-    assert keys_in(slack_fake.messages("C1")) == ["Show1:pytorch-2026-10-03"]
-    assert store.fetch_state("Show0").last_polled_at is None
-    again = ShowLock(deliverer.ledger, "Show1")
-    assert again.acquire()  # the cycle gave its locks back
-    again.release()

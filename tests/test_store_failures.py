@@ -121,7 +121,6 @@ STORE_WITHOUT_ERRORS = {"open", "close", "engine", "ping"}
 LedgerCall = Callable[[Ledger, sa.Connection], object]
 LEDGER_CALLS: dict[str, LedgerCall] = {
     "run": lambda ledger, _: ledger.run(lambda conn: conn.execute(sa.text("SELECT 1"))),
-    "namespace": lambda ledger, _: ledger.namespace(),
     "entries": lambda ledger, _: ledger.entries("episode", ["PyTorch:g1"]),
     "rows": lambda ledger, conn: ledger.rows(conn, [ROW.ident]),
     "all_rows": lambda ledger, _: ledger.all_rows(),
@@ -130,15 +129,17 @@ LEDGER_CALLS: dict[str, LedgerCall] = {
     ),
     "claim": lambda ledger, conn: ledger.claim(conn, ROW, "me", NOW),
     "mark": lambda ledger, conn: ledger.mark(conn, 1, "me", NOW, state=LedgerState.POSTED),
-    "owner_alive": lambda ledger, _: ledger.owner_alive("elsewhere:1:x"),
+    "owner_alive": lambda ledger, _: ledger.owner_alive("job:1"),
+    "alive": lambda ledger, _: ledger.alive(["job:1", "elsewhere:1:x"]),
+    "adopt": lambda ledger, conn: ledger.adopt(conn, [1], "job:2", NOW),
     "orphans": lambda ledger, _: ledger.orphans("me", lambda _ident: False),
     "unfinished_shows": lambda ledger, _: ledger.unfinished_shows(),
     "unfinished": lambda ledger, _: ledger.unfinished("daily", "catch-up:"),
 }
 LEDGER_WITHOUT_ERRORS = {"for_store", "is_postgres"}
-# On SQLite these are answered without the database (one machine: no namespace, and an
-# owner is alive while its process is).
-LEDGER_SQLITE_ONLY_LOCAL = {"namespace", "owner_alive"}
+# On SQLite these are answered without the database (one machine: an owner is alive while
+# its process is; there is no job queue).
+LEDGER_SQLITE_ONLY_LOCAL = {"owner_alive", "alive"}
 
 
 PrDetailsCall = Callable[[PrDetailsStore], object]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from digests.store import Store
-from digests.store.ledger import Ledger, NewRow, OwnerLock
+from digests.store.ledger import Ledger, NewRow
 from digests.types import LedgerState
 from tests.fixtures.store import SAMPLE_NOW
 
@@ -21,11 +21,11 @@ def test_ensure_records_the_show_of_a_row(store: Store) -> None:
     assert found["episode"].state == LedgerState.PENDING
 
 
-def test_an_owner_lock_is_seen_by_every_ledger_of_the_store(store: Store) -> None:
-    owner = "elsewhere:1:tag"  # not this host's pid: only the lock says it is alive
-    lock = OwnerLock(Ledger.for_store(store), owner)
+def test_an_owner_alive_here_is_seen_by_every_ledger_of_the_store(store: Store) -> None:
+    owner = "elsewhere:1:tag"  # not this host's pid: only this process says it is alive
+    Ledger.for_store(store).live.add(owner)
     try:
         assert Ledger.for_store(store).owner_alive(owner)
     finally:
-        lock.close()
+        Ledger.for_store(store).live.discard(owner)
     assert not Ledger.for_store(store).owner_alive(owner)

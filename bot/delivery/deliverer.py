@@ -7,12 +7,14 @@ for,
 and :class:`ExactlyOnce` does it. A failure of the channel (archived, deleted) pauses it
 (:class:`Pauser`); one of the token stops the workspace; either way the rest of that
 channel's sequence is held. ``pending`` rows carry the deliverer that planned them, so rows
-whose owner died are orphans another deliverer's sweep takes on (:meth:`Deliverer.orphans`).
+whose owner died are orphans a later sweep takes on (:meth:`Deliverer.orphans`); a worker's
+jobs deliver as owners of their own (:meth:`Deliverer.acting_as`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import os
 import socket
@@ -32,7 +34,7 @@ from bot.delivery.tokens import CURRENT_TEAM, NOT_INSTALLED
 from digests.decide.deliveries import ledger_step
 from digests.errors import StoreError
 from digests.store import Store
-from digests.store.ledger import Ledger, LedgerRow, NewRow, OwnerLock, Transaction
+from digests.store.ledger import Ledger, LedgerRow, NewRow, Transaction
 from digests.store.ledger_writer import LedgerWriter
 from digests.types import Ident, LedgerEntry, LedgerState, RowStep
 
@@ -67,6 +69,7 @@ class Deliverer:
         backoff: float = 0.5,
         max_wait: float = 120.0,
         metrics: Metrics | None = None,
+        team_rate: float = 0.0,
     ) -> None:
         self.store = store
         self.outbox = outbox
@@ -85,6 +88,7 @@ class Deliverer:
             max_attempts=self.max_attempts,
             backoff=backoff,
             max_wait=max_wait,
+            team_rate=team_rate,
         )
         self.paced_outbox = PacedOutbox(outbox, policy, clock=clock)
         # Workspaces whose token Slack refused: nothing more goes there from this deliverer.
@@ -92,8 +96,7 @@ class Deliverer:
         self._db = LedgerWriter(self.ledger)
         self._protocol = ExactlyOnce(self._db, self.owner, clock)
         self._pauser = Pauser(store, self._db, self.deliver, clock)
-        self._owner_lock: OwnerLock | None = None
-        self._owner_task: asyncio.Future[OwnerLock] | None = None
+        self._announced = False
         # Items some task of this deliverer is on right now: our own ``posting`` row is
         # stale only when it is not among them.
         self._active: set[Ident] = set()
@@ -104,38 +107,38 @@ class Deliverer:
     def of(
         cls, settings: Settings, store: Store, outbox: Outbox, metrics: Metrics | None = None
     ) -> Deliverer:
-        """The deliverer the bot's processes use: Slack's pace and retry wait from settings."""
+        """The deliverer the bot's processes use: Slack's pace, retry wait, calls in flight
+        (``DELIVERY_CONCURRENCY``) and posts per second to a workspace from settings."""
         return cls(
             store,
             outbox,
             per_channel_interval=settings.slack_post_interval,
             backoff=settings.slack_retry_seconds,
             metrics=metrics,
+            concurrency=settings.delivery_concurrency,
+            team_rate=settings.team_posts_per_second,
         )
+
+    def acting_as(self, owner: str) -> Deliverer:
+        """This deliverer (its pace, bound, writer and stopped teams) delivering as
+        ``owner``: a worker's job (``job:<id>``), whose rows its retry finds as its own."""
+        view = copy.copy(self)
+        view.owner = owner
+        view._protocol = ExactlyOnce(self._db, owner, self.clock)
+        view._announced = True  # a job's liveness is the queue's, not this process's
+        return view
 
     # -- lifecycle ------------------------------------------------------------------------
     async def _ensure_owner(self) -> None:
-        # Concurrent first deliveries (every poll job at start-up) must take the owner lock
-        # once: a second pg_advisory_lock on the same key would wait for ever.
-        if self._owner_lock is not None:
-            return
-        if (
-            self._owner_task is None
-            or self._owner_task.get_loop() is not asyncio.get_running_loop()
-        ):
-            self._owner_task = asyncio.ensure_future(
-                self._db.call(lambda: OwnerLock(self.ledger, self.owner))
-            )
-        lock = await asyncio.shield(self._owner_task)
-        if self._owner_lock is None:
-            self._owner_lock = lock
+        # Alive to this process's ledgers from the first delivery on (``Ledger.alive``).
+        if not self._announced:
+            self.ledger.live.add(self.owner)
+            self._announced = True
 
     def close(self) -> None:
         """Give up the owner identity (rows still ``posting`` become recoverable by others)."""
-        if self._owner_lock is not None:
-            self._owner_lock.close()
-            self._owner_lock = None
-        self._owner_task = None
+        self.ledger.live.discard(self.owner)
+        self._announced = False
         self._db.close()
 
     async def aclose(self) -> None:

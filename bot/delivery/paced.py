@@ -6,9 +6,10 @@
 - a post that timed out may have landed: before posting again it looks for the post (by
   the key in its metadata) and returns the ``ts`` found instead of posting twice;
 - ``not_in_channel`` on a post joins the channel once (public channels) and goes on;
-- about one call per second per channel (``interval``), and at most ``concurrency`` calls
-  in flight over every channel; a channel waiting out its pace or a ``Retry-After``
-  holds no slot.
+- about one call per second per channel (``interval``), at most ``team_rate`` calls a
+  second to one workspace (the team of the channel's sequence, ``CURRENT_TEAM``; 0: no
+  bound), and at most ``concurrency`` calls in flight over every channel; a channel
+  waiting out its pace or a ``Retry-After`` holds no slot.
 
 Every caller of one :class:`PacedOutbox` shares its pace and bound; :meth:`metered` gives
 a view that also counts calls and retries into a :class:`Meter` (one per report).
@@ -24,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from bot.delivery.outbox import HISTORY_MARGIN, Message, Outbox, PostFailure, key_and_part
+from bot.delivery.tokens import CURRENT_TEAM
 
 T = TypeVar("T")
 
@@ -50,6 +52,7 @@ class Policy:
     max_attempts: int = 5
     backoff: float = 0.5  # first backoff; doubles per attempt
     max_wait: float = 120.0  # the longest single wait; a longer Retry-After fails fast
+    team_rate: float = 0.0  # calls a second to one workspace (0: unbounded)
 
     def wait(self, exc: PostFailure, attempt: int) -> float:
         if exc.category == "ratelimited" and exc.retry_after is not None:
@@ -65,6 +68,7 @@ class _Lanes:
     """What every view of one paced outbox shares: each channel's next slot, the bound."""
 
     next_slot: dict[str, float] = field(default_factory=dict)
+    team_slot: dict[str, float] = field(default_factory=dict)  # each team's next free call
     sem: asyncio.Semaphore | None = None
     sem_loop: asyncio.AbstractEventLoop | None = None
 
@@ -228,6 +232,7 @@ class PacedOutbox:
             raise PostFailure("pace", "ratelimited", "ratelimited", retry_after=wait)
         if wait > 0:
             await asyncio.sleep(wait)
+        await self._team_turn()
         async with self._lanes.semaphore(self.policy.concurrency):
             try:
                 self.meter.calls += 1
@@ -237,3 +242,16 @@ class PacedOutbox:
                     self._lanes.next_slot.get(channel, 0.0),
                     time.monotonic() + self.policy.interval,
                 )
+
+    async def _team_turn(self) -> None:
+        """Wait for the workspace's next slot: slots are handed out ``1 / team_rate`` apart,
+        each caller taking the next one, so the calls of one team never exceed the rate."""
+        team = CURRENT_TEAM.get()
+        if self.policy.team_rate <= 0 or team is None:
+            return
+        now = time.monotonic()
+        slots = self._lanes.team_slot
+        turn = max(now, slots.get(team, 0.0))
+        slots[team] = turn + 1.0 / self.policy.team_rate
+        if turn > now:
+            await asyncio.sleep(turn - now)

@@ -22,9 +22,8 @@ sweeper (``bot.jobs.sweeper``) re-uses phases 5–7 for rows a dead deliverer le
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TextIO
@@ -33,7 +32,7 @@ import httpx
 
 from bot.catalog import feed_cap, feed_policy
 from bot.delivery.deliverer import Deliverer
-from bot.delivery.items import Delivery
+from bot.delivery.items import Delivery, DeliveryReport
 from bot.delivery.outbox import Outbox
 from bot.jobs.cycle import PollResult, RunReport, ShowPlan
 from bot.jobs.enrichment import start_enrichment
@@ -68,7 +67,7 @@ from digests.linked.transcripts import linked_documents_phase
 from digests.models import Episode
 from digests.render.renderer import Renderer
 from digests.store import Store
-from digests.store.ledger import Ledger, ShowLock
+from digests.store.ledger import Ledger
 from digests.types import (
     EpisodeStatus,
     FetchState,
@@ -81,6 +80,10 @@ log = logging.getLogger(__name__)
 # Shows polled at once in one cycle (fewer on PostgreSQL: see poll_limit).
 FETCH_CONCURRENCY = 16
 PG_CONCURRENCY = 5
+
+# Where a cycle's digests go: the deliverer itself, or (``digestbot worker``) jobs that
+# any worker delivers (``bot.jobs.tasks.fan_out``).
+FanOut = Callable[[Sequence[Delivery]], Awaitable[DeliveryReport]]
 
 
 # -- phases 1–4: fetch, parse, extract, store ---------------------------------------------------
@@ -210,9 +213,15 @@ def plan_show(
 # -- phase 7: deliver -------------------------------------------------------------------------
 
 
-async def deliver_cycle(store: Store, deliverer: Deliverer, plans: Sequence[ShowPlan]) -> RunReport:
+async def deliver_cycle(
+    store: Store,
+    deliverer: Deliverer,
+    plans: Sequence[ShowPlan],
+    fan_out: FanOut | None = None,
+) -> RunReport:
     """Phase 7: every show's notices, then their digests posted oldest first across shows
-    (so in a channel that follows several the newest digest ends up at the bottom)."""
+    (so in a channel that follows several the newest digest ends up at the bottom).
+    ``fan_out``: the digests handed to it instead (the notices are still delivered here)."""
     notices = [n for p in plans for n in p.notices]
     items = in_date_order(i for p in plans for i in p.items)
     report = RunReport(
@@ -220,7 +229,11 @@ async def deliver_cycle(store: Store, deliverer: Deliverer, plans: Sequence[Show
         due=len(items),
         errors=[f"{p.poll.show}: {p.poll.error}" for p in plans if p.poll.status == "error"],
     )
-    report.delivery = await deliverer.deliver([*notices, *items])
+    if fan_out is None:
+        report.delivery = await deliverer.deliver([*notices, *items])
+    else:
+        report.delivery = await deliverer.deliver(notices)
+        report.delivery.merge(await fan_out(items))
     await record_notices(store, report)
     return report
 
@@ -245,24 +258,9 @@ class Cycle:
     only_due: bool = False  # the clock's: a show polled within its interval is skipped
 
     async def show(self, show: ShowConfig) -> ShowPlan:
-        """Phases 1–6 for one show, within the gate and under its lock (PostgreSQL)."""
+        """Phases 1–6 for one show, within the gate."""
         async with self.gate:
-            polling = self.book.polling if self.book is not None else None
-            if polling is not None:  # the cycle took every show's lock already
-                if show.name not in polling:
-                    return ShowPlan(PollResult(show.name, "busy"))
-                return await self._poll_and_plan(show)
-            ledger = self.deliverer.ledger
-            lock = ShowLock(ledger, show.name)
-            # SQLite has one process and no lock to take: skip the thread hop.
-            got = await asyncio.to_thread(lock.acquire) if ledger.is_postgres else True
-            if not got:  # another clock is polling this show right now; it delivers too
-                return ShowPlan(PollResult(show.name, "busy"))
-            try:
-                return await self._poll_and_plan(show)
-            finally:
-                if ledger.is_postgres:
-                    await asyncio.to_thread(lock.release)
+            return await self._poll_and_plan(show)
 
     async def _poll_and_plan(self, show: ShowConfig) -> ShowPlan:
         try:
@@ -310,6 +308,8 @@ async def run_once(
     parse_gate: asyncio.Semaphore | None = None,
     github: GitHubClient | None = None,
     only_due: bool = False,
+    fan_out: FanOut | None = None,
+    enrich: bool = True,
 ) -> RunReport:
     """Poll every configured show (or ``shows``), decide, and deliver; one cycle.
 
@@ -317,6 +317,8 @@ async def run_once(
     scheduler shares one of each across its jobs, and one ``github`` client (else the cycle
     makes its own when GitHub is enabled). ``only_due``: skip the shows whose stored next
     poll has not come (the clock's jobs; ``run --once`` polls every show when asked).
+    ``fan_out``: where the digests go instead of the deliverer (``digestbot worker``);
+    ``enrich=False``: no GitHub refresh here (the worker's is a job of its own).
     """
     own = deliverer is None
     deliverer = deliverer or Deliverer.of(settings, store, outbox)
@@ -326,10 +328,9 @@ async def run_once(
     try:
         # One thread hop before the polls: every show (the config file's and those added
         # from Slack, unless ``shows``), the shows with ledger rows owed, and (a cycle with
-        # its own gate) every show's lock and fetch state.
-        lock_all = poll_gate is None
+        # its own gate) every show's fetch state.
         start = await asyncio.to_thread(
-            cycle_start, settings, store, ledger, shows, lock_all=lock_all
+            cycle_start, settings, store, ledger, shows, read_all=poll_gate is None
         )
         settings, shows, unfinished, book = start
         renderer = renderer or Renderer.of(settings)
@@ -343,18 +344,15 @@ async def run_once(
         plans = await asyncio.gather(*(cycle.show(s) for s in shows))
         await finish_polls(store, book)  # before delivery: record_notices writes after it
         polled = [p.poll.show for p in plans if p.poll.ok]
-        enriching = start_enrichment(settings, store, polled, now, github)
+        enriching = start_enrichment(settings, store, polled, now, github) if enrich else None
         plans, enriched = await within_github_budget(cycle, plans, enriching)
-        report = await deliver_cycle(store, deliverer, plans)
+        report = await deliver_cycle(store, deliverer, plans, fan_out)
         if enriching is not None:
             report.enriched = await enriching  # done already when it answered in time
             if not enriched:
                 await deliver_enriched(cycle, report, report.enriched)
         await deliver_follows(settings, store, deliverer, news(report.polls, now), report.enriched)
     finally:
-        if book is not None and book.locks is not None:
-            with contextlib.suppress(StoreError):  # it drops a connection it cannot unlock
-                book.locks.release()  # polls cut short (a no-op once they finished)
         if enriching is not None and not enriching.done():
             enriching.cancel()
         if own:
@@ -416,8 +414,8 @@ async def deliver_enriched(cycle: Cycle, report: RunReport, enriched: EnrichRepo
 def poll_limit(ledger: Ledger) -> asyncio.Semaphore:
     """How many shows may be polled at once.
 
-    On PostgreSQL each show in flight holds a pooled connection for its advisory lock and
-    needs another for its queries, so stay well inside the store's pool.
+    On PostgreSQL each show in flight needs pooled connections for its queries, so stay
+    well inside the store's pool.
     """
     return asyncio.Semaphore(PG_CONCURRENCY if ledger.is_postgres else FETCH_CONCURRENCY)
 

@@ -51,7 +51,7 @@ from digests.errors import (
 )
 from digests.parse.lenient import summary
 from digests.store import Store
-from digests.store.ledger import Ledger, ShowLocks
+from digests.store.ledger import Ledger
 from digests.types import FetchState, Notice, PlanInputs
 
 log = logging.getLogger(__name__)
@@ -72,10 +72,6 @@ class PollBook:
     # None: each show's state is read when its poll starts (a cycle sharing a gate).
     read: dict[str, tuple[FetchState, PlanInputs]] | None
     polled: list[tuple[str, FetchState, FetchState]] = field(default_factory=list)
-    # The shows whose poll locks the cycle took at once, held until its polls are done
-    # (None: each show's is taken in the gate; see cycle_start).
-    locks: ShowLocks | None = None
-    polling: frozenset[str] | None = None
 
     def state(self, show: str) -> tuple[FetchState, PlanInputs] | None:
         """A show with no row yet starts from the defaults, as ``Store.poll_state`` says."""
@@ -101,49 +97,32 @@ def cycle_start(
     ledger: Ledger,
     shows: Sequence[ShowConfig] | None,
     *,
-    lock_all: bool,
+    read_all: bool,
 ) -> tuple[Settings, Sequence[ShowConfig], frozenset[str | None], PollBook]:
     """What a cycle reads before its polls, in one thread hop: its shows (by default the
     config file's and those added from Slack), those with ledger rows owed, the book.
 
-    ``lock_all``: take every show's poll lock first (``ShowLocks``: one connection for the
-    cycle) and read every state under them. Only for a cycle that owns its gate: one
-    sharing a gate with other cycles (the scheduler's, a show each) takes each lock within
-    it, so that the gate bounds the connections held, and reads the state under it."""
+    ``read_all``: read every show's state now (a cycle that owns its gate); one sharing a
+    gate with other cycles (the scheduler's, a show each) reads each in the gate. Two
+    processes never poll one show at once: ``digestbot worker``'s poll jobs hold a lock
+    per show (procrastinate's), and the clock of ``digestbot run`` is one process."""
     if shows is None:
         settings = live(settings, store)
         shows = settings.shows
     names = [s.name for s in shows]
-    locks = ShowLocks(ledger, names) if lock_all else None
-    polling = locks.acquire() if locks is not None else None
-    try:
-        read = store.poll_states(names) if lock_all else None
-        book = PollBook(read, locks=locks, polling=polling)
-        return settings, shows, ledger.unfinished_shows(), book
-    except BaseException:
-        if locks is not None:
-            locks.release()
-        raise
+    read = store.poll_states(names) if read_all else None
+    return settings, shows, ledger.unfinished_shows(), PollBook(read)
 
 
 async def finish_polls(store: Store, book: PollBook) -> None:
-    """After a cycle's polls, in one thread hop: its 304s' fetch states written, its locks
-    given back. States lost to a database error cost the next poll nothing but asking
-    again (the validators were stored already)."""
-    polled, locks = book.take(), book.locks
-    if not polled and locks is None:
+    """After a cycle's polls, in one thread hop: its 304s' fetch states written. States
+    lost to a database error cost the next poll nothing but asking again (the validators
+    were stored already)."""
+    polled = book.take()
+    if not polled:
         return
-
-    def work() -> None:
-        try:
-            if polled:
-                store.save_polled(polled)
-        finally:
-            if locks is not None:
-                locks.release()
-
     try:
-        await asyncio.to_thread(work)
+        await asyncio.to_thread(store.save_polled, polled)
     except StoreError as exc:
         log.warning("saving %d feeds' fetch state failed: %s", len(polled), exc)
 

@@ -7,10 +7,8 @@ good) / ``paused`` (the channel is unreachable; offered again when it is resumed
 Claims are compare-and-set UPDATEs on (state, attempts): ``attempts`` grows with every claim,
 so two processes that read the same row cannot both win it — on PostgreSQL the second
 UPDATE waits on the first one's row lock and then finds the WHERE no longer true. Whether
-the owner of a ``posting`` row is still alive is PostgreSQL's to say: every live owner holds
-a session advisory lock named after it (:class:`~digests.store.locks.OwnerLock`). On SQLite
-(one machine's file) an owner is alive while its process is: owners are named
-``host:pid:tag``.
+the owner of a ``posting`` row is still alive is :mod:`digests.store.owners`'s to say: a
+``digestbot worker`` job while it is to do or doing, a process of this host while it runs.
 
 Operations take a ``Connection`` so a caller can group many of them into one transaction;
 every one of them, and :meth:`Ledger.run`, reports database failures as the rest of the
@@ -30,14 +28,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from digests.errors import StoreError
 from digests.store.database import LiveOwners, safe_url, wrap_exceptions
-from digests.store.locks import (
-    OwnerLock,
-    ShowLock,
-    ShowLocks,
-    advisory_key,
-    owner_key,
-    process_alive,
-)
+from digests.store.owners import PASSED, live_jobs, process_alive
 from digests.store.schema import deliveries
 from digests.types import Ident, LedgerEntry, LedgerState
 
@@ -52,11 +43,7 @@ __all__ = [
     "Ledger",
     "LedgerRow",
     "NewRow",
-    "OwnerLock",
-    "ShowLock",
-    "ShowLocks",
     "Transaction",
-    "advisory_key",
 ]
 
 
@@ -121,9 +108,8 @@ class Ledger:
 
     def __init__(self, engine: sa.Engine, live: LiveOwners | None = None) -> None:
         self.engine = engine
-        # Owners with an open OwnerLock here: shared by every ledger of one store.
+        # Owners alive in this process: shared by every ledger of one store.
         self.live = LiveOwners() if live is None else live
-        self._namespace: str | None = None
 
     @classmethod
     def for_store(cls, store: object) -> Ledger:
@@ -136,21 +122,6 @@ class Ledger:
     @property
     def is_postgres(self) -> bool:
         return self.engine.dialect.name == "postgresql"
-
-    def namespace(self) -> str:
-        """Database and schema: advisory locks are database-wide, our tables are not.
-
-        Two deployments sharing a database in separate schemas must not take each other's
-        poll locks (each would skip its poll, thinking the other one was on it).
-        """
-        if self._namespace is None:
-            if self.is_postgres:
-                query = sa.select(sa.func.current_database(), sa.func.current_schema())
-                db, schema = self.run(lambda conn: conn.execute(query).one())
-                self._namespace = f"{db}.{schema}"
-            else:
-                self._namespace = ""
-        return self._namespace
 
     def run(self, fn: Callable[[sa.Connection], T]) -> T:
         """``fn`` in one transaction, database errors as a one-line :class:`StoreError`."""
@@ -377,25 +348,33 @@ class Ledger:
             return result.rowcount == 1
 
     def owner_alive(self, owner: str | None) -> bool:
-        """Is the process that claimed a row still running? (See the module docstring.)"""
-        if owner is None:
-            return False
-        if owner in self.live:
-            return True
-        if not self.is_postgres:
-            return process_alive(owner)
-        key = owner_key(self, owner)
+        """Is the owner of a row still on it? (See :mod:`digests.store.owners`.)"""
+        return owner is not None and owner in self.alive([owner])
 
-        def probe(conn: sa.Connection) -> bool:
-            got = conn.execute(sa.select(sa.func.pg_try_advisory_lock(key))).scalar_one()
-            if got:
-                conn.execute(sa.select(sa.func.pg_advisory_unlock(key)))
-            return not got
+    def alive(self, owners: Iterable[str | None]) -> set[str]:
+        """The live ones among ``owners``, the queue's jobs asked about in one query."""
+        named = {o for o in owners if o is not None}
+        here = {o for o in named if o in self.live or o.startswith(PASSED)}
+        jobs = self.run(lambda conn: live_jobs(conn, named)) if self.is_postgres else set()
+        return here | jobs | {o for o in named - here - jobs if process_alive(o)}
 
-        return self.run(probe)
+    def adopt(self, conn: sa.Connection, ids: Sequence[int], owner: str, now: datetime) -> None:
+        """Unfinished rows whose owner is gone handed to ``owner`` (a job about to deliver
+        them, or ``passed:…`` for rows it found no longer wanted): a ``posting`` one stays
+        ``posting``, so its new owner looks in the channel before posting it again."""
+        if not ids:
+            return
+        unfinished = deliveries.c.state.in_((LedgerState.PENDING, LedgerState.POSTING))
+        with self._errors("handing deliveries over"):
+            for start in range(0, len(ids), 500):
+                conn.execute(
+                    sa.update(deliveries)
+                    .where(deliveries.c.id.in_(ids[start : start + 500]), unfinished)
+                    .values(owner=owner, updated_at=now)
+                )
 
     def orphans(self, me: str, active: Callable[[Ident], bool]) -> list[LedgerRow]:
-        """Unfinished rows nobody is working on: the recovery sweep's to-do list.
+        """Unfinished rows nobody is working on: the recovery's to-do list.
 
         ``pending`` or ``posting`` rows whose owner is dead (or was given up: no owner), and
         ``posting`` rows of ``me`` that ``active`` says no task of ours is on (an attempt that
@@ -409,7 +388,8 @@ class Ledger:
             return [r[0] for r in conn.execute(query)]
 
         found = self.run(owners)
-        dead = [o for o in found if o is not None and o != me and not self.owner_alive(o)]
+        alive = self.alive(o for o in found if o != me)
+        dead = [o for o in found if o is not None and o != me and o not in alive]
         mine = me in found
 
         def read(conn: sa.Connection) -> list[LedgerRow]:

@@ -48,8 +48,10 @@ PG_SCOPE_INDEXES = ("ix_episodes_show_id_id", "ix_episodes_show_id_search_docume
 
 
 def include_object(obj: object, name: str | None, type_: str, *_: object) -> bool:
-    """Alembic autogenerate filter: the full-text objects are not in ``metadata`` on purpose."""
-    return not (name or "").startswith((*_FULL_TEXT_NAMES, *TITLE_INDEXES, *PG_SCOPE_INDEXES))
+    """Alembic autogenerate filter: the full-text objects are not in ``metadata`` on purpose,
+    nor the job queue's (procrastinate's own schema, migration 0029)."""
+    skipped = (*_FULL_TEXT_NAMES, *TITLE_INDEXES, *PG_SCOPE_INDEXES, "procrastinate_")
+    return not (name or "").startswith(skipped)
 
 
 class UTCDateTime(TypeDecorator[datetime]):

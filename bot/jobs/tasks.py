@@ -1,0 +1,389 @@
+"""The tasks ``digestbot worker`` runs (procrastinate jobs; the app: :mod:`bot.jobs.queue`).
+
+- ``dispatch`` (periodic, every minute, one run across workers): a ``poll`` job for every
+  show whose stored next poll comes within the minute, scheduled at it; at most one waits
+  per show (``queueing_lock``) and one runs (``lock``): polls never pile up or overlap.
+- ``poll``: one show through the pipeline's phases (``bot.jobs.pipeline.run_once``, the
+  same code as ``run --once`` and the clock), its notices and follow DMs delivered here,
+  its digests handed to :func:`fan_out`.
+- :func:`fan_out`: the items as ``deliver`` jobs, per workspace and at most ``BATCH``
+  channels each, their ledger rows recorded ``pending`` under the job (``job:<id>``).
+  Every job of one workspace shares the lock ``team:<id>``: they run one at a time, in
+  the order they were deferred — a channel's digests keep their order, and one worker at a
+  time paces the workspace (``TEAM_POSTS_PER_SECOND``).
+- ``deliver``: its items made again from the plan (as the recovery always has: episodes
+  by their show's decision, recaps and daily digests by their jobs) and delivered through
+  the ledger's protocol. A retried job (its worker died) has the same id, so it finds
+  its ``posting`` rows as its own and looks in the channel before posting them again.
+- ``daily``, ``recap``: the daily digests and the weekly recap due now, fanned out.
+- ``enrich``: GitHub's PR details for one repository (``queueing_lock`` per repository),
+  and the edits they call for, fanned out.
+- ``recover`` (periodic, every few seconds): jobs of a worker that stopped heart-beating
+  run again (procrastinate's stalled jobs), and unfinished rows nobody owns any more (a
+  clock's before the upgrade, a job that failed for good) fanned out again.
+- ``cleanup`` (hourly): finished jobs older than a day deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from procrastinate import App, JobContext, RetryStrategy
+from procrastinate.exceptions import AlreadyEnqueued
+from procrastinate.types import JSONValue
+
+from bot.catalog import live, teach_repos
+from bot.delivery.items import Delivery, DeliveryReport
+from bot.jobs.cycle import PollResult
+from bot.jobs.daily import daily_deliveries, recoverable_dailies
+from bot.jobs.enrichment import enrich_shows
+from bot.jobs.follows import recoverable_dms
+from bot.jobs.pipeline import plan_show, run_once
+from bot.jobs.plan import active_subscriptions, decide_due, in_date_order, plan_state, render_due
+from bot.jobs.queue import every_seconds_cron
+from bot.jobs.recap import (
+    RECAP_GRACE,
+    covered_week,
+    last_fire_time,
+    recap_deliveries,
+    recoverable_recaps,
+)
+from config.settings import Settings
+from digests.store import Store
+from digests.store.ledger import LedgerRow, NewRow
+from digests.store.owners import PASSED, job_owner
+from digests.types import Ident, LedgerState
+
+if TYPE_CHECKING:
+    from bot.jobs.worker import Runtime
+
+log = logging.getLogger(__name__)
+
+POLL, DELIVER, ENRICH = "poll", "deliver", "enrich"
+# Channels one deliver job holds at most: a retried job redoes at most this many.
+BATCH = 200
+# The kinds recovery makes again (a feed notice is made again by the show's next poll).
+RECOVERED_KINDS = frozenset({"episode", "recap", "daily", "notice"})
+UNFINISHED = (LedgerState.PENDING, LedgerState.POSTING)
+# Finished jobs are kept this long (`digestbot jobs`, procrastinate's shell), then deleted.
+KEEP_HOURS = 24
+
+Batch = tuple[str, str, str | None]  # team, kind, show
+
+
+def runtime(context: JobContext) -> Runtime:
+    rt: Runtime = context.additional_context["runtime"]
+    return rt
+
+
+def _owner(context: JobContext) -> str:
+    assert context.job.id is not None
+    return job_owner(context.job.id)
+
+
+# -- fanning out ----------------------------------------------------------------------------
+
+
+def _batches(idents: Iterable[tuple[Ident, str | None]]) -> list[tuple[Batch, list[Ident]]]:
+    """Idents grouped per (team, kind, show), a channel's all in one batch, in their order;
+    at most ``BATCH`` channels a batch."""
+    groups: dict[Batch, dict[str, list[Ident]]] = {}
+    for ident, show in idents:
+        team, channel, kind, _ = ident
+        groups.setdefault((team, kind, show), {}).setdefault(channel, []).append(ident)
+    out: list[tuple[Batch, list[Ident]]] = []
+    for batch, channels in groups.items():
+        chans = list(channels.values())
+        for start in range(0, len(chans), BATCH):
+            out.append((batch, [i for chan in chans[start : start + BATCH] for i in chan]))
+    return out
+
+
+async def _defer_deliveries(
+    app: App,
+    rt: Runtime,
+    idents: Sequence[tuple[Ident, str | None]],
+    rows: dict[Ident, LedgerRow],
+    new: dict[Ident, NewRow],
+) -> int:
+    """A ``deliver`` job per batch, then its rows recorded: new ones ``pending`` under the
+    job, unfinished ones whose owner is gone handed to it. Returns the jobs deferred."""
+    ledger = rt.deliverer.ledger
+    jobs = 0
+    for (team, kind, show), batch in _batches(idents):
+        keys: list[JSONValue] = [[channel, key] for _, channel, _, key in batch]
+        job_id = await app.tasks[DELIVER].configure(lock=f"team:{team}").defer_async(
+            team=team, kind=kind, show=show, keys=keys
+        )
+        jobs += 1
+        owner, now = job_owner(job_id), rt.clock()
+        fresh = [new[i] for i in batch if i in new]
+        taken = [rows[i].id for i in batch if i in rows and rows[i].state in UNFINISHED]
+
+        def record(fresh: list[NewRow] = fresh, taken: list[int] = taken, owner: str = owner,
+                   now: datetime = now) -> None:  # fmt: skip
+            def work(conn: Any) -> None:
+                ledger.ensure(conn, fresh, now, owner)
+                ledger.adopt(conn, taken, owner, now)
+
+            ledger.run(work)
+
+        await asyncio.to_thread(record)
+    return jobs
+
+
+async def fan_out(app: App, rt: Runtime, items: Sequence[Delivery]) -> DeliveryReport:
+    """``items`` as ``deliver`` jobs (see the module docstring). An item whose row a live
+    job holds already is left to it: a plan run again (the next poll, the daily check
+    every minute) defers nothing twice."""
+    if not items:
+        return DeliveryReport()
+    ledger = rt.deliverer.ledger
+    unique = {i.ident: i for i in items}
+    idents = list(unique)
+
+    def read() -> tuple[dict[Ident, LedgerRow], set[str]]:
+        rows = ledger.run(lambda conn: ledger.rows(conn, idents))
+        owners = {r.owner for r in rows.values() if r.state in UNFINISHED}
+        return rows, ledger.alive(owners)
+
+    rows, alive = await asyncio.to_thread(read)
+    wanted = [
+        (ident, item.metadata.get("show"))
+        for ident, item in unique.items()
+        if not ((r := rows.get(ident)) and r.state in UNFINISHED and r.owner in alive)
+    ]
+    new = {
+        ident: NewRow(*ident, unique[ident].content_hash, show)
+        for ident, show in wanted
+        if ident not in rows
+    }
+    jobs = await _defer_deliveries(app, rt, wanted, rows, new)
+    if jobs:
+        log.info("%d deliveries in %d jobs", len(wanted), jobs)
+    return DeliveryReport()
+
+
+# -- the tasks ------------------------------------------------------------------------------
+
+
+def due_polls(
+    settings: Settings, store: Store, now: datetime, ahead: timedelta
+) -> list[tuple[str, datetime]]:
+    """Every show (the config file's and those added from Slack) whose next poll comes
+    before ``now + ahead``, with its time (None stored: now)."""
+    shows = [s.name for s in live(settings, store).shows]
+    states = store.poll_states(shows)
+    out = []
+    for name in shows:
+        due = states[name][0].next_poll_at if name in states else None
+        when = now if due is None else max(due, now)
+        if when <= now + ahead:
+            out.append((name, when))
+    return out
+
+
+async def dispatch(context: JobContext, timestamp: int) -> int:
+    rt = runtime(context)
+    now = rt.clock()
+    due = await asyncio.to_thread(due_polls, rt.settings, rt.store, now, timedelta(minutes=1))
+    deferred = 0
+    for show, when in due:
+        job = context.app.tasks[POLL].configure(
+            queueing_lock=f"poll:{show}", lock=f"poll:{show}", schedule_at=when
+        )
+        try:
+            await job.defer_async(show=show)
+            deferred += 1
+        except AlreadyEnqueued:  # its poll is waiting already
+            pass
+    return deferred
+
+
+async def poll(context: JobContext, show: str) -> str:
+    rt = runtime(context)
+    settings = await asyncio.to_thread(live, rt.settings, rt.store)
+    config = next((s for s in settings.shows if s.name == show), None)
+    if config is None:
+        return "removed"
+
+    async def handed_on(items: Sequence[Delivery]) -> DeliveryReport:
+        return await fan_out(context.app, rt, items)
+
+    report = await run_once(
+        settings, rt.store, rt.outbox, rt.http_client, rt.clock(),
+        deliverer=rt.deliverer.acting_as(_owner(context)), renderer=rt.renderer,
+        shows=[config], poll_gate=rt.fetch_gate, parse_gate=rt.parse_gate, only_due=True,
+        fan_out=handed_on, enrich=False,
+    )  # fmt: skip
+    if rt.metrics is not None:
+        rt.metrics.polled(report)
+    ok = any(p.ok and p.status != "not_due" for p in report.polls)
+    if ok and settings.github_enabled and config.repo:
+        job = context.app.tasks[ENRICH].configure(queueing_lock=f"enrich:{config.repo}")
+        with contextlib.suppress(AlreadyEnqueued):
+            await job.defer_async(repo=config.repo)
+    return report.summary()
+
+
+def rebuild(rt: Runtime, team: str, kind: str, show: str | None, wanted: set[Ident]) -> list[
+    Delivery
+]:
+    """The items of ``wanted`` as their plan makes them now (see the module docstring)."""
+    settings = live(rt.settings, rt.store)
+    now, renderer, store = rt.clock(), rt.renderer, rt.store
+    teach_repos(renderer, settings, store)
+    items: list[Delivery] = []
+    if kind == "episode" and show is not None:
+        channels = {channel for _, channel, _, _ in wanted}
+        subs = [
+            s
+            for s in active_subscriptions(store, show, rt.deliverer.stopped_teams)
+            if s.team_id == team and s.channel_id in channels
+        ]
+        if subs:
+            state = plan_state(settings, store, rt.deliverer.ledger, show, subs)
+            items = render_due(settings, renderer, decide_due(settings, state), state.news)
+    elif kind == "recap":
+        items = recoverable_recaps(settings, store, renderer, now, wanted)
+    elif kind == "daily":
+        items = recoverable_dailies(settings, store, rt.deliverer, renderer, now, wanted)
+    elif kind == "notice":
+        items = recoverable_dms(store, wanted, now)
+    return in_date_order(i for i in items if i.ident in wanted)
+
+
+async def deliver(
+    context: JobContext, team: str, kind: str, keys: list[list[str]], show: str | None = None
+) -> str:
+    rt = runtime(context)
+    owner = _owner(context)
+    wanted = {(team, channel, kind, key) for channel, key in keys}
+    items = await asyncio.to_thread(rebuild, rt, team, kind, show, wanted)
+    report = await rt.deliverer.acting_as(owner).deliver(items)
+    passed = wanted - {i.ident for i in items}
+    if passed:  # no longer wanted (paused, unsubscribed): left until a plan offers them
+        await asyncio.to_thread(_pass_over, rt, passed, owner)
+    done = f"{len(report.posted)} posted, {len(report.recovered)} recovered"
+    if report.deferred:  # the database or Slack failed for now: the job is tried again
+        raise RuntimeError(f"{len(report.deferred)} deliveries deferred ({done})")
+    return done
+
+
+def _pass_over(rt: Runtime, idents: set[Ident], owner: str) -> None:
+    ledger = rt.deliverer.ledger
+    now = rt.clock()
+
+    def work(conn: Any) -> None:
+        rows = ledger.rows(conn, sorted(idents))
+        mine = [r.id for r in rows.values() if r.owner == owner and r.state in UNFINISHED]
+        ledger.adopt(conn, mine, PASSED + owner, now)
+
+    ledger.run(work)
+
+
+async def daily(context: JobContext, timestamp: int) -> int:
+    rt = runtime(context)
+    items = await asyncio.to_thread(
+        daily_deliveries, rt.settings, rt.store, rt.deliverer, rt.renderer, rt.clock()
+    )
+    await fan_out(context.app, rt, items)
+    return len(items)
+
+
+async def recap(context: JobContext, timestamp: int) -> int:
+    """The weekly recap within ``RECAP_GRACE`` of its time, once a week per worker (the
+    ledger, and ``fan_out`` skipping rows a live job holds, keep it once per channel)."""
+    rt = runtime(context)
+    now = rt.clock()
+    due = last_fire_time(rt.settings, now)
+    week = covered_week(rt.settings, now)
+    if now - due > RECAP_GRACE or week in rt.recapped:
+        return 0
+    year, number = week
+    items = await asyncio.to_thread(
+        lambda: recap_deliveries(
+            rt.settings, rt.store, rt.renderer, year=year, week=number,
+            subscribed_by=due, now=now,
+        )
+    )  # fmt: skip
+    await fan_out(context.app, rt, items)
+    rt.recapped.add(week)
+    return len(items)
+
+
+async def enrich(context: JobContext, repo: str) -> int:
+    rt = runtime(context)
+    client = rt.github.client()
+    if client is None:
+        return 0
+    settings = await asyncio.to_thread(live, rt.settings, rt.store)
+    shows = [s.name for s in settings.shows if s.repo == repo]
+    report = await enrich_shows(settings, rt.store, client, shows, rt.clock())
+    if not report.changed:
+        return 0
+    stopped = tuple(rt.deliverer.stopped_teams)
+    ledger = rt.deliverer.ledger
+    items: list[Delivery] = []
+    for show in shows:  # a digest whose PRs now read differently is edited in place
+        unchanged = PollResult(show, "not_modified")
+        plan = await asyncio.to_thread(
+            plan_show, settings, rt.store, ledger, rt.renderer, unchanged, stopped
+        )
+        items += plan.items
+    await fan_out(context.app, rt, in_date_order(items))
+    return len(items)
+
+
+async def recover(context: JobContext, timestamp: int) -> int:
+    rt = runtime(context)
+    manager = context.app.job_manager
+    stalled = await manager.get_stalled_jobs(
+        seconds_since_heartbeat=rt.settings.worker_stalled_seconds
+    )
+    for job in stalled:
+        if job.id == context.job.id:
+            continue
+        log.warning("job %s (%s) stalled with its worker: running it again", job.id, job.task_name)
+        await manager.retry_job(job)
+    ledger = rt.deliverer.ledger
+    rows = await asyncio.to_thread(ledger.orphans, "", lambda ident: False)
+    left = [r for r in rows if r.kind in RECOVERED_KINDS and (r.kind != "episode" or r.show)]
+    if left:
+        log.info("recovering %d unfinished deliveries nobody owns", len(left))
+        by_ident = {r.ident: r for r in left}
+        await _defer_deliveries(
+            context.app, rt, [(r.ident, r.show if r.kind == "episode" else None) for r in left],
+            by_ident, {},
+        )  # fmt: skip
+    return len(left)
+
+
+async def cleanup(context: JobContext, timestamp: int) -> None:
+    await context.app.job_manager.delete_old_jobs(nb_hours=KEEP_HOURS)
+
+
+def register(app: App, settings: Settings) -> None:
+    """Every task on ``app``, the periodic ones with their schedules."""
+    retry = RetryStrategy(max_attempts=8, exponential_wait=2)
+
+    def task(fn: Any, name: str, queue: str, **options: Any) -> Any:
+        return app.task(name=name, queue=queue, pass_context=True, **options)(fn)
+
+    task(poll, POLL, "poll")
+    task(deliver, DELIVER, "deliver", retry=retry)
+    task(enrich, ENRICH, "enrich")
+    periodic = [
+        (dispatch, "dispatch", "* * * * *"),
+        (daily, "daily", "* * * * *"),
+        (recap, "recap", "* * * * *"),
+        (recover, "recover", every_seconds_cron(settings.worker_stalled_seconds / 4)),
+        (cleanup, "cleanup", "17 * * * *"),
+    ]
+    for fn, name, cron in periodic:
+        app.periodic(cron=cron, periodic_id=name)(task(fn, name, "periodic"))

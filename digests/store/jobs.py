@@ -1,0 +1,60 @@
+"""What ``digestbot worker``'s queue holds (PostgreSQL; procrastinate's tables, migration
+0029), for ``digestbot jobs`` and the metrics: jobs per queue and state, the oldest job
+waiting, and the shows whose poll is due."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from digests.store.database import safe_url, wrap_exceptions
+
+# A job waits from when it may run: its schedule, else when it was deferred.
+_COUNTS = sa.text(
+    """
+    SELECT j.queue_name, j.status::text AS status, count(*) AS jobs,
+           max(CASE WHEN j.status = 'todo' THEN extract(epoch FROM now() - coalesce(
+               j.scheduled_at,
+               (SELECT min(e.at) FROM procrastinate_events e WHERE e.job_id = j.id)))
+           END) AS oldest
+      FROM procrastinate_jobs j
+     WHERE j.status IN ('todo', 'doing', 'failed')
+       AND (j.status <> 'todo' OR j.scheduled_at IS NULL OR j.scheduled_at <= now())
+     GROUP BY j.queue_name, j.status
+     ORDER BY j.queue_name, j.status
+    """
+)
+_WORKERS = sa.text("SELECT count(*) FROM procrastinate_workers")
+
+
+@dataclass(frozen=True)
+class QueueCount:
+    queue: str
+    status: str  # todo (ready to run), doing, failed
+    jobs: int
+    oldest_seconds: float | None  # todo: how long the oldest has waited
+
+
+def queue_counts(engine: sa.Engine) -> list[QueueCount]:
+    """Jobs per queue and state (scheduled ones not yet due are not counted as waiting)."""
+    if engine.dialect.name != "postgresql":
+        return []
+    with wrap_exceptions("reading the job queue", safe_url(engine)), engine.connect() as conn:
+        rows = conn.execute(_COUNTS).all()
+    return [
+        QueueCount(r.queue_name, r.status, int(r.jobs), _seconds(r.oldest)) for r in rows
+    ]
+
+
+def _seconds(value: object) -> float | None:
+    return None if value is None else max(0.0, float(str(value)))
+
+
+def worker_count(engine: sa.Engine) -> int:
+    """Workers with a heartbeat row (a stopped one removes its own; a killed one's stays
+    until a worker starting prunes it)."""
+    if engine.dialect.name != "postgresql":
+        return 0
+    with wrap_exceptions("reading the job queue", safe_url(engine)), engine.connect() as conn:
+        return int(conn.execute(_WORKERS).scalar_one())

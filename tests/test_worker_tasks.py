@@ -1,0 +1,352 @@
+"""The job queue's tasks in this process (``bot.jobs.tasks``), on PostgreSQL: a worker of
+the real procrastinate app run until the queue is empty, the Slack fake and the feed server
+real HTTP on 127.0.0.1.
+
+What they prove: dispatch defers one poll per due show and never a second; a poll fans its
+digests out as one job per workspace batch whose rows are ``pending`` under that job; any
+worker delivers them, each channel once; a job whose worker died is run again by the
+recovery, finds its own ``posting`` rows and posts nothing twice; rows a clock left before
+the upgrade are delivered once; the daily digests and the weekly recap go through jobs too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+from procrastinate import App
+
+from bot.jobs import tasks
+from bot.jobs.queue import make_app
+from bot.jobs.worker import Runtime
+from config.settings import ScheduleConfig, Settings, ShowConfig
+from digests.extract.episodes import build_episodes
+from digests.parse import parse_bytes
+from digests.store import Store
+from digests.store.ledger import Ledger, LedgerRow, NewRow
+from tests.feedserver import FeedServer
+from tests.fixtures.delivery import keys_in, rss, rss_item, slack_outbox
+from tests.slackfake import SlackFake
+
+pytestmark = [
+    pytest.mark.skipif(
+        not os.environ.get("DIGESTBOT_TEST_POSTGRES_URL"), reason="needs PostgreSQL"
+    ),
+    pytest.mark.parametrize("db_url", ["postgresql"], indirect=True),
+]
+
+KEY = "PyTorch:pytorch-2026-10-03"
+TEAMS = ["T0ONE", "T0TWO", "T0THREE"]
+
+
+def settings_for(db_url: str, feed_url: str, **kw: Any) -> Settings:
+    kw.setdefault("schedule", ScheduleConfig(poll_minutes=15, jitter_seconds=0))
+    return Settings(
+        shows=[ShowConfig(name="PyTorch", feed=feed_url, repo="pytorch/pytorch")],
+        database_url=db_url,
+        slack_post_interval=0,
+        team_posts_per_second=0,
+        worker_stalled_seconds=4,
+        **kw,
+    )
+
+
+class Queue:
+    """The app (its periodic schedule left out: each test defers what it runs) and a
+    runtime over the test's store, the Slack fake and the feed client."""
+
+    def __init__(self, app: App, rt: Runtime) -> None:
+        self.app, self.rt = app, rt
+
+    async def drain(self, queues: list[str] | None = None) -> None:
+        """Run workers until no job of ``queues`` is left to do (a job's own deferrals
+        included: a worker that caught up stops before it sees them)."""
+        for _ in range(20):
+            await self.app.run_worker_async(
+                wait=False, concurrency=4, install_signal_handlers=False, queues=queues,
+                additional_context={"runtime": self.rt}, fetch_job_polling_interval=0.1,
+            )  # fmt: skip
+            if not any(
+                j["status"] == "todo" and (queues is None or j["queue_name"] in queues)
+                for j in self.jobs()
+            ):
+                return
+        raise AssertionError(f"jobs left to do: {self.jobs()}")
+
+    def jobs(self, task: str | None = None) -> list[dict[str, Any]]:
+        query = (
+            "SELECT id, task_name, queue_name, status, lock, queueing_lock, args"
+            " FROM procrastinate_jobs"
+        )
+        with self.rt.store.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(sa.text(query + " ORDER BY id"))]
+        return [r for r in rows if task is None or r["task_name"] == task]
+
+    def rows(self, kind: str = "episode") -> list[LedgerRow]:
+        return [r for r in Ledger.for_store(self.rt.store).all_rows() if r.kind == kind]
+
+
+@pytest.fixture
+async def queue(
+    db_url: str, store: Store, slack_fake: SlackFake, feed_server: FeedServer
+) -> AsyncIterator[Queue]:
+    url = feed_server.route("/feed.xml", rss(rss_item(3), rss_item(2)), etag='"v1"')
+    settings = settings_for(db_url, url)
+    store.ensure_show("PyTorch", url, "pytorch/pytorch")
+    app = make_app(settings)
+    app.periodic_registry.periodic_tasks.clear()
+    outbox = slack_outbox(slack_fake)
+    async with httpx.AsyncClient(timeout=5.0) as http, app.open_async():
+        rt = Runtime.of(settings, store, outbox, http)
+        yield Queue(app, rt)
+        await rt.aclose()
+    await outbox.close()
+
+
+def subscribe(store: Store, per_team: int) -> list[tuple[str, str]]:
+    channels = []
+    for t, team in enumerate(TEAMS):
+        for n in range(per_team):
+            channel = f"C{t}{n:04d}"
+            store.subscribe(team, channel, "PyTorch", recap=False)
+            channels.append((team, channel))
+    return channels
+
+
+async def test_dispatch_defers_one_poll_per_due_show_and_never_a_second(queue: Queue) -> None:
+    poll_due = queue.app.tasks["dispatch"]
+    await poll_due.defer_async(timestamp=0)
+    await poll_due.defer_async(timestamp=1)
+    # Only the dispatch jobs run (the polls they defer wait in their own queue).
+    await queue.drain(["periodic"])
+    polls = queue.jobs("poll")
+    assert len(polls) == 1
+    assert polls[0]["queueing_lock"] == polls[0]["lock"] == "poll:PyTorch"
+    assert polls[0]["args"] == {"show": "PyTorch"} and polls[0]["status"] == "todo"
+
+
+async def test_a_poll_fans_out_per_team_and_each_channel_gets_one_digest(
+    queue: Queue, store: Store, slack_fake: SlackFake, feed_server: FeedServer
+) -> None:
+    channels = subscribe(store, per_team=5)
+    await queue.app.tasks["poll"].defer_async(show="PyTorch")
+    await queue.drain()
+
+    copies = {c: keys_in(slack_fake.messages(c)).count(KEY) for _, c in channels}
+    assert copies == dict.fromkeys([c for _, c in channels], 1)
+    delivers = queue.jobs("deliver")
+    # One job per workspace, each under the workspace's lock, all done.
+    assert sorted(j["args"]["team"] for j in delivers) == sorted(TEAMS)
+    assert {j["lock"] for j in delivers} == {f"team:{t}" for t in TEAMS}
+    assert {j["status"] for j in delivers} == {"succeeded"}
+    rows = queue.rows()
+    assert {r.state for r in rows} == {"posted"} and len(rows) == len(channels)
+    # Each row was delivered by the job of its own team.
+    job_of = {j["args"]["team"]: f"job:{j['id']}" for j in delivers}
+    assert all(r.owner == job_of[r.team_id] for r in rows)
+    assert len(feed_server.requests_to("/feed.xml")) == 1
+
+
+async def test_fan_out_records_pending_rows_under_the_job_and_defers_nothing_twice(
+    queue: Queue, store: Store
+) -> None:
+    channels = subscribe(store, per_team=3)
+    await queue.app.tasks["poll"].defer_async(show="PyTorch")
+    await queue.drain(["poll"])
+    delivers = queue.jobs("deliver")
+    assert len(delivers) == len(TEAMS) and {j["status"] for j in delivers} == {"todo"}
+    rows = queue.rows()
+    assert len(rows) == len(channels) and {r.state for r in rows} == {"pending"}
+    job_of = {j["args"]["team"]: f"job:{j['id']}" for j in delivers}
+    assert all(r.owner == job_of[r.team_id] for r in rows)
+    # The same items again (a plan run once more): their rows are held by live jobs.
+    items = tasks.rebuild(
+        queue.rt, TEAMS[0], "episode", "PyTorch", {r.ident for r in rows if r.team_id == TEAMS[0]}
+    )
+    assert len(items) == 3
+    await tasks.fan_out(queue.app, queue.rt, items)
+    assert len(queue.jobs("deliver")) == len(TEAMS)
+
+
+async def stall(queue: Queue, job_id: int) -> None:
+    """The job as a SIGKILLed worker leaves it: doing, its worker gone."""
+    with queue.rt.store.engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "UPDATE procrastinate_jobs SET status = 'doing', worker_id = NULL WHERE id = :i"
+            ),
+            {"i": job_id},
+        )
+
+
+async def test_a_stalled_job_runs_again_and_recovers_its_own_posting_rows(
+    queue: Queue, store: Store, slack_fake: SlackFake
+) -> None:
+    channels = subscribe(store, per_team=4)
+    await queue.app.tasks["poll"].defer_async(show="PyTorch")
+    await queue.drain()
+    first = {c: keys_in(slack_fake.messages(c)).count(KEY) for _, c in channels}
+    assert set(first.values()) == {1}
+    # The worker died after its posts landed and before it recorded them: rows posting.
+    job = next(j for j in queue.jobs("deliver") if j["args"]["team"] == TEAMS[1])
+    with store.engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "UPDATE deliveries SET state = 'posting', ts = NULL, thread_ts = NULL"
+                " WHERE team_id = :t"
+            ),
+            {"t": TEAMS[1]},
+        )
+    await stall(queue, job["id"])
+    await queue.app.tasks["recover"].defer_async(timestamp=0)
+    await queue.drain()
+
+    assert {c: keys_in(slack_fake.messages(c)).count(KEY) for _, c in channels} == first
+    after = {j["id"]: j["status"] for j in queue.jobs("deliver")}
+    assert after[job["id"]] == "succeeded"
+    rows = queue.rows()
+    assert {r.state for r in rows} == {"posted"}
+    assert all(r.ts for r in rows if r.team_id == TEAMS[1])
+
+
+async def test_rows_a_clock_left_before_the_upgrade_are_delivered_once(
+    queue: Queue, store: Store, slack_fake: SlackFake
+) -> None:
+    """The upgrade: a clock (owner ``host:pid:tag``, gone) left rows pending and one posting
+    whose post had landed; the workers' recovery delivers each channel once."""
+    channels = subscribe(store, per_team=2)
+    await queue.app.tasks["poll"].defer_async(show="PyTorch")
+    await queue.drain(["poll"])
+    # As the clock left them: its own rows, no deliver job.
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM procrastinate_jobs WHERE task_name = 'deliver'"))
+        conn.execute(sa.text("UPDATE deliveries SET owner = 'gone-host:1:dead'"))
+    landed = queue.rows()[0]
+    items = tasks.rebuild(queue.rt, landed.team_id, "episode", "PyTorch", {landed.ident})
+    clock = queue.rt.deliverer.acting_as("gone-host:1:dead")
+    await clock.deliver(items)
+    with store.engine.begin() as conn:
+        conn.execute(
+            sa.text("UPDATE deliveries SET state = 'posting', ts = NULL WHERE id = :i"),
+            {"i": landed.id},
+        )
+    assert keys_in(slack_fake.messages(landed.channel_id)).count(KEY) == 1
+
+    await queue.app.tasks["recover"].defer_async(timestamp=0)
+    await queue.drain()
+    copies = {c: keys_in(slack_fake.messages(c)).count(KEY) for _, c in channels}
+    assert copies == dict.fromkeys([c for _, c in channels], 1)
+    assert {r.state for r in queue.rows()} == {"posted"}
+
+
+async def test_rows_no_longer_wanted_are_passed_over_not_recovered_for_ever(
+    queue: Queue, store: Store, slack_fake: SlackFake
+) -> None:
+    subscribe(store, per_team=1)
+    await queue.app.tasks["poll"].defer_async(show="PyTorch")
+    await queue.drain(["poll"])
+    store.unsubscribe(TEAMS[0], "C00000", "PyTorch")
+    await queue.drain()
+    rows = {r.team_id: r for r in queue.rows()}
+    assert rows[TEAMS[0]].state == "pending" and str(rows[TEAMS[0]].owner).startswith("passed:")
+    assert not slack_fake.messages("C00000")
+    before = len(queue.jobs("deliver"))
+    await queue.app.tasks["recover"].defer_async(timestamp=0)
+    await queue.drain()
+    assert len(queue.jobs("deliver")) == before
+
+
+async def test_daily_digests_go_out_through_jobs_once(
+    queue: Queue, store: Store, slack_fake: SlackFake
+) -> None:
+    now = datetime.now(UTC)
+    due = (now - timedelta(minutes=2)).strftime("%H:%M")
+    for team in TEAMS:
+        store.subscribe(team, f"C{team}D", "PyTorch", recap=False, daily_at=due)
+    with store.engine.begin() as conn:
+        conn.execute(
+            sa.text("UPDATE subscriptions SET created_at = :t"), {"t": now - timedelta(days=1)}
+        )
+    published = format_datetime(now - timedelta(hours=3), usegmt=True)
+    feed = rss(re.sub(r"<pubDate>[^<]*</pubDate>", f"<pubDate>{published}</pubDate>", rss_item(3)))
+    store.upsert_episodes(
+        build_episodes(parse_bytes(feed, "http://x/feed.xml"), "PyTorch", "pytorch/pytorch"),
+        now - timedelta(hours=1),
+    )
+    await queue.app.tasks["daily"].defer_async(timestamp=0)
+    await queue.drain()
+    await queue.app.tasks["daily"].defer_async(timestamp=1)
+    await queue.drain()
+    rows = queue.rows("daily")
+    assert len(rows) == len(TEAMS) and {r.state for r in rows} == {"posted"}
+    assert Counter(len(slack_fake.messages(f"C{t}D")) for t in TEAMS) == {1: len(TEAMS)}
+    assert len(queue.jobs("deliver")) == len(TEAMS)
+
+
+async def test_the_weekly_recap_goes_out_through_jobs_once(
+    db_url: str, store: Store, slack_fake: SlackFake, feed_server: FeedServer
+) -> None:
+    due = (datetime.now(UTC) - timedelta(minutes=2)).replace(second=0, microsecond=0)
+    url = feed_server.route("/feed.xml", rss(), etag='"v1"')
+    settings = settings_for(
+        db_url, url, quiet_week=True,
+        schedule=ScheduleConfig(poll_minutes=15, jitter_seconds=0,
+                                recap=due.strftime("%a %H:%M").lower()),
+    )  # fmt: skip
+    store.ensure_show("PyTorch", url, "pytorch/pytorch")
+    for team in TEAMS:
+        store.subscribe(team, f"C{team}R", "PyTorch")
+    with store.engine.begin() as conn:
+        conn.execute(
+            sa.text("UPDATE subscriptions SET created_at = :t"), {"t": due - timedelta(days=1)}
+        )
+    app = make_app(settings)
+    app.periodic_registry.periodic_tasks.clear()
+    outbox = slack_outbox(slack_fake)
+    async with httpx.AsyncClient() as http, app.open_async():
+        rt = Runtime.of(settings, store, outbox, http)
+        q = Queue(app, rt)
+        for stamp in (0, 1):
+            await app.tasks["recap"].defer_async(timestamp=stamp)
+            await q.drain()
+        rt.recapped.clear()  # another worker, which has not fanned this week out
+        await app.tasks["recap"].defer_async(timestamp=2)
+        await q.drain()
+        await rt.aclose()
+    await outbox.close()
+    rows = q.rows("recap")
+    assert len(rows) == len(TEAMS) and {r.state for r in rows} == {"posted"}
+    assert [len(slack_fake.messages(f"C{t}R")) for t in TEAMS] == [1] * len(TEAMS)
+
+
+def test_owners_of_jobs_are_alive_while_the_job_is_to_do_or_doing(store: Store) -> None:
+    ledger = Ledger.for_store(store)
+    with store.engine.begin() as conn:
+        ids = [
+            conn.execute(
+                sa.text(
+                    "INSERT INTO procrastinate_jobs (queue_name, task_name, status)"
+                    " VALUES ('deliver', 'deliver', CAST(:s AS procrastinate_job_status))"
+                    " RETURNING id"
+                ),
+                {"s": status},
+            ).scalar_one()
+            for status in ("todo", "doing", "succeeded", "failed")
+        ]
+    owners = [f"job:{i}" for i in ids]
+    assert ledger.alive([*owners, "job:999999", None]) == set(owners[:2])
+    now = datetime.now(UTC)
+    ledger.run(
+        lambda conn: ledger.ensure(
+            conn, [NewRow("T1", "C1", "episode", "k", "h", "S")], now, owners[2]
+        )
+    )
+    assert [r.owner for r in ledger.orphans("", lambda ident: False)] == [owners[2]]
