@@ -265,6 +265,7 @@ async def deliver(
     owner = _owner(context)
     wanted = {(team, channel, kind, key) for channel, key in keys}
     items = await asyncio.to_thread(rebuild, rt, team, kind, show, wanted)
+    log.info("%s delivers %d %s items to team %s", owner, len(items), kind, team)
     report = await rt.deliverer.acting_as(owner).deliver(items)
     passed = wanted - {i.ident for i in items}
     if passed:  # no longer wanted (paused, unsubscribed): left until a plan offers them
@@ -366,6 +367,16 @@ async def recover(context: JobContext, timestamp: int) -> int:
 
 async def cleanup(context: JobContext, timestamp: int) -> None:
     await context.app.job_manager.delete_old_jobs(nb_hours=KEEP_HOURS)
+
+
+async def kick(app: App, now: datetime) -> None:
+    """At a worker's start: the periodic checks now rather than at the next minute (polls
+    due while no worker ran, a daily digest or recap due meanwhile). One of each waits at
+    most, however many workers start together."""
+    for name in ("dispatch", "daily", "recap"):
+        job = app.tasks[name].configure(queueing_lock=f"start:{name}")
+        with contextlib.suppress(AlreadyEnqueued):
+            await job.defer_async(timestamp=int(now.timestamp()))
 
 
 def register(app: App, settings: Settings) -> None:
