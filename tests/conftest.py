@@ -84,7 +84,8 @@ _GROUPS: dict[str, str] = {
     "test_delivery_processes.py": "real-processes",
     "test_processes.py": "real-processes",
     "test_serve_two_processes.py": "real-processes",
-    "test_clock_kills.py": "real-processes",
+    "test_worker_kills.py": "real-processes",
+    "test_worker_processes.py": "real-processes",
     "test_clock_polls.py": "real-processes",
 }
 

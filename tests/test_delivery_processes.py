@@ -1,4 +1,5 @@
-"""Exactly once across processes: a ``run --once`` killed mid fan-out, and two clocks at once.
+"""Exactly once across processes: a ``run --once`` killed mid fan-out, and two workers at once
+(``digestbot worker``: on PostgreSQL the job queue replaced the two clocks these tests ran).
 
 The processes are real (``subprocess``), the Slack fake and the feed server are real HTTP on
 127.0.0.1, the database is the parametrized SQLite file or PostgreSQL schema.
@@ -9,8 +10,10 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -32,14 +35,9 @@ KEY = "PyTorch:pytorch-2026-10-03"
 
 RUN_ONCE = [sys.executable, "-m", "bot", "run", "--once"]
 
-CLOCK = """
-import asyncio, logging, sys
-from bot.jobs.scheduler import run_clock
-from config.settings import load_settings
-logging.basicConfig(level=logging.WARNING)
-sweep = float(sys.argv[1]) if len(sys.argv) > 1 else 30.0
-asyncio.run(run_clock(load_settings(), sweep_seconds=sweep))
-"""
+WORKER = [sys.executable, "-m", "bot", "-v", "worker"]
+# A killed worker's jobs run again on another once its heartbeat is this old.
+STALLED = "4"
 
 
 def write_config(path: Path, feed_url: str, channels: list[str]) -> Path:
@@ -208,9 +206,44 @@ def test_run_once_without_a_token_prints_then_prints_nothing_new(
     assert "0 posted" in second.stdout
 
 
+class Worker:
+    """A ``digestbot -v worker``, its log read as it comes (a full pipe would stall it)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            WORKER, cwd=ROOT, env={**env, "WORKER_STALLED_SECONDS": STALLED},
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        self.pid = self.proc.pid
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    def jobs(self) -> set[str]:
+        """The deliver jobs (their owner names, ``job:<id>``) this worker has started."""
+        found = (re.search(r"(job:\d+) delivers", line) for line in list(self.lines))
+        return {m[1] for m in found if m}
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self._reader.join(timeout=10)
+        return code
+
+
 @pytest.mark.skipif(not os.environ.get("DIGESTBOT_TEST_POSTGRES_URL"), reason="needs PostgreSQL")
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
-def test_two_clocks_on_postgresql_post_each_digest_once(
+def test_two_workers_on_postgresql_post_each_digest_once(
     db_url: str, slack_fake: SlackFake, feed_server: FeedServer, tmp_path: Path
 ) -> None:
     channels = [f"C0TWO{n:03d}" for n in range(60)]
@@ -218,17 +251,15 @@ def test_two_clocks_on_postgresql_post_each_digest_once(
     env = env_for(db_url, write_config(tmp_path / "digestbot.toml", url, channels), slack_fake)
     slack_fake.latency = 0.05
 
-    clocks = [spawn(CLOCK, env), spawn(CLOCK, env)]
+    workers = [Worker(env), Worker(env)]
     try:
         assert wait_for(
             lambda: all(keys_in(slack_fake.messages(c)) for c in channels), timeout=90
-        ), [p.poll() for p in clocks]
+        ), [p.lines[-10:] for p in workers]
         time.sleep(0.5)  # anything doubled would land now
     finally:
-        for proc in clocks:
-            proc.send_signal(signal.SIGTERM)
-        outputs = [proc.communicate(timeout=60) for proc in clocks]
-    assert [p.returncode for p in clocks] == [0, 0], outputs
+        codes = [w.stop() for w in workers]
+    assert codes == [0, 0], [w.lines[-20:] for w in workers]
 
     copies = {c: keys_in(slack_fake.messages(c)).count(KEY) for c in channels}
     assert copies == dict.fromkeys(channels, 1)
@@ -239,58 +270,44 @@ def test_two_clocks_on_postgresql_post_each_digest_once(
 
 @pytest.mark.skipif(not os.environ.get("DIGESTBOT_TEST_POSTGRES_URL"), reason="needs PostgreSQL")
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
-def test_when_one_clock_dies_mid_fan_out_the_other_finishes_it(
+def test_when_one_worker_dies_mid_fan_out_the_other_finishes_it(
     db_url: str, slack_fake: SlackFake, feed_server: FeedServer, tmp_path: Path
 ) -> None:
-    """Two clocks; the one fanning out is SIGKILLed; the survivor's sweep completes it."""
+    """Two workers; the one fanning out is SIGKILLed; its job runs again on the survivor."""
     channels = [f"C0DIE{n:03d}" for n in range(120)]
     feed = rss(rss_item(3), rss_item(2))
     replies = [f"thread:{n}" for n in range(expected_replies(feed))]
-    # The feed answers slowly, so the clock that polls it holds the show while the other
-    # starts: that one (usually) finds the show busy and has nothing of its own to deliver.
     url = feed_server.route("/feed.xml", feed, etag='"v1"', delay=1.5)
     env = env_for(db_url, write_config(tmp_path / "digestbot.toml", url, channels), slack_fake)
     slack_fake.latency = 0.2  # 120 channels x 2 calls / 20 at once, paced: seconds of fan-out
-    # Opened (and migrated) before the clocks start, so reading the ledger between seeing
-    # the fan-out and the kill costs a query, not a Store.open: on a loaded machine the
-    # fan-out could finish in that gap.
-    reader = Store.open(db_url)
+    reader = Store.open(db_url)  # migrated before the workers: a read costs a query
 
     def ledger_now() -> list[LedgerRow]:
         return [r for r in Ledger.for_store(reader).all_rows() if r.kind == "episode"]
 
-    clocks = {}
-    for _ in range(2):
-        proc = spawn(CLOCK, env, "0.5")  # sweep every half second
-        clocks[proc.pid] = proc
+    workers = {w.pid: w for w in (Worker(env), Worker(env))}
     try:
         if not wait_for(lambda: top_level_posts(slack_fake) >= 20, timeout=60):
-            for proc in clocks.values():
-                proc.send_signal(signal.SIGTERM)
-            pytest.fail(f"no fan-out: {[p.communicate(timeout=60) for p in clocks.values()]}")
-        owners = Counter(int(r.owner.split(":")[1]) for r in ledger_now() if r.owner)
-        assert set(owners) <= set(clocks), owners
-        victim = clocks[owners.most_common(1)[0][0]]  # the clock fanning out
-        victim.send_signal(signal.SIGKILL)
-        victim.wait(timeout=10)
-        survivor = next(p for p in clocks.values() if p is not victim)
+            pytest.fail(f"no fan-out: {[w.lines[-20:] for w in workers.values()]}")
+        owners = Counter(r.owner for r in ledger_now() if r.owner and r.state != "posted")
+        victim = next(w for w in workers.values() if set(owners) & w.jobs())
+        victim.proc.send_signal(signal.SIGKILL)
+        victim.proc.wait(timeout=10)
+        survivor = next(w for w in workers.values() if w is not victim)
         posted_at_kill = top_level_posts(slack_fake)
         unfinished = [r for r in ledger_now() if r.state != "posted"]
         assert posted_at_kill < len(channels) and unfinished, "the kill came too late"
-        assert survivor.poll() is None
+        assert survivor.proc.poll() is None
 
         assert wait_for(
             lambda: all(thread_shape(slack_fake, c) == (1, replies) for c in channels),
             timeout=80,
         ), {c: thread_shape(slack_fake, c) for c in channels}
-        time.sleep(1.0)  # a second sweep or a straggler would double something now
+        time.sleep(1.0)  # a second attempt or a straggler would double something now
     finally:
-        for proc in clocks.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        outputs = {pid: proc.communicate(timeout=60) for pid, proc in clocks.items()}
         reader.close()
-    assert survivor.returncode == 0, outputs[survivor.pid]
+        codes = {pid: w.stop() for pid, w in workers.items()}
+    assert codes[survivor.pid] == 0, survivor.lines[-20:]
 
     assert {c: thread_shape(slack_fake, c) for c in channels} == dict.fromkeys(
         channels, (1, replies)
@@ -298,18 +315,14 @@ def test_when_one_clock_dies_mid_fan_out_the_other_finishes_it(
     assert top_level_posts(slack_fake) == len(channels)
     rows = episode_rows(db_url)
     assert {r.state for r in rows} == {"posted"} and len(rows) == len(channels)
-    # What the dead clock left, the survivor finished: each of those rows is the survivor's.
-    survivor_owner = {r.owner for r in rows if r.id in {u.id for u in unfinished}}
-    assert len(survivor_owner) == 1 and f":{survivor.pid}:" in str(survivor_owner.pop())
+    # What the dead worker left, the survivor finished: those rows' jobs ran on it.
+    left = {r.owner for r in rows if r.id in {u.id for u in unfinished}}
+    assert left and left <= survivor.jobs(), (left, survivor.jobs())
     assert 1 <= len(feed_server.requests_to("/feed.xml")) <= 2  # one poll each at most
 
 
 HOLD_OWNER = """
-import sys, time
-from digests.store import Store
-from digests.store.ledger import Ledger, OwnerLock
-store = Store.open(sys.argv[1])
-lock = OwnerLock(Ledger.for_store(store), sys.argv[2])
+import time
 print("held", flush=True)
 time.sleep(600)
 """
@@ -318,22 +331,22 @@ time.sleep(600)
 @pytest.mark.skipif(not os.environ.get("DIGESTBOT_TEST_POSTGRES_URL"), reason="needs PostgreSQL")
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 def test_an_owner_is_alive_exactly_as_long_as_its_process(db_url: str) -> None:
-    """The other clock's rows are left alone while it lives and recovered once it is gone."""
+    """A process's rows (``run --once``: ``host:pid:tag``) are left alone while it lives
+    and recovered once it is gone; a job's (``job:<id>``) while the job is to do or doing."""
     store = Store.open(db_url)
     ledger = Ledger.for_store(store)
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_OWNER, db_url, "other-clock:42:abcd"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
+        [sys.executable, "-c", HOLD_OWNER], cwd=ROOT, stdout=subprocess.PIPE, text=True
     )
+    owner = f"{socket.gethostname()}:{holder.pid}:abcd"
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        assert ledger.owner_alive("other-clock:42:abcd")
+        assert ledger.owner_alive(owner)
         assert not ledger.owner_alive("never-started:1:0000")
+        assert not ledger.owner_alive("job:424242")  # no such job
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=10)
-        assert wait_for(lambda: not ledger.owner_alive("other-clock:42:abcd"), timeout=10)
+        assert wait_for(lambda: not ledger.owner_alive(owner), timeout=10)
     finally:
         if holder.poll() is None:
             holder.kill()
