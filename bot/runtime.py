@@ -129,6 +129,29 @@ def sync_config_channels(
     return added
 
 
+CONFIG_CHANNELS = "config_channels"
+
+
+def sync_config_channels_once(settings: Settings, store: Store, team_id: str) -> int | None:
+    """:func:`sync_config_channels` unless the config file's channels (and shows, and the
+    team) are what the last sync subscribed: a hash of them is kept in the store, so a
+    worker or clock restarting with the same file does no per-channel work. None: skipped."""
+    import hashlib
+    import json
+
+    named = {
+        "team": team_id,
+        "shows": [s.name for s in settings.shows],
+        "channels": [c.model_dump(mode="json") for c in settings.channels],
+    }
+    digest = hashlib.sha256(json.dumps(named, sort_keys=True).encode()).hexdigest()
+    if store.state_value(CONFIG_CHANNELS) == digest:
+        return None
+    added = sync_config_channels(settings, store, team_id)
+    store.set_state_value(CONFIG_CHANNELS, digest)
+    return added
+
+
 def _repair_case(store: Store, team: str, channel_id: str, show: str, known: Sequence[str]) -> None:
     """The channel's subscriptions to ``show`` under another case of its name (not itself a
     configured show's) renamed to ``show``, or dropped beside one already of that name."""

@@ -1,9 +1,10 @@
 """Two clocks poll each show once per interval, not once each.
 
-Two real ``digestbot clock`` processes on one PostgreSQL schema, ``poll_minutes = 1``, the
-feeds on the local feed server counting their GETs: the show lock keeps two polls from
-overlapping, the stored next poll keeps the second clock from polling right after the
-first — and a failing feed backs off once, not once per clock.
+Two real ``digestbot clock`` processes on one PostgreSQL schema — there, each a worker of
+the job queue (``clock`` is ``worker``'s alias on PostgreSQL: the upgrade path) —
+``poll_minutes = 1``, the feeds on the local feed server counting their GETs: one poll job
+waits per show (``queueing_lock``) and one runs (``lock``), the stored next poll schedules
+the next — and a failing feed backs off once, not once per worker.
 """
 
 from __future__ import annotations

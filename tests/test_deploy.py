@@ -167,13 +167,13 @@ def test_the_image_runs_digestbot_as_a_user_with_a_health_check() -> None:
     assert "/healthz" in health
 
 
-def test_compose_runs_web_clock_and_postgres() -> None:
+def test_compose_runs_web_worker_and_postgres() -> None:
     services = yaml.safe_load(COMPOSE.read_text())["services"]
-    assert set(services) == {"web", "clock", "postgres"}
+    assert set(services) == {"web", "worker", "postgres"}
     assert services["web"]["command"] == ["serve"]
-    assert services["clock"]["command"] == ["clock"]
-    assert services["clock"]["environment"]["METRICS_PORT"]
-    for name in ("web", "clock"):
+    assert services["worker"]["command"] == ["worker"]
+    assert services["worker"]["environment"]["METRICS_PORT"]
+    for name in ("web", "worker"):
         env = services[name]["environment"]
         assert env["DATABASE_URL"].startswith("postgresql+psycopg://")
         assert services[name]["build"]["dockerfile"] == "Dockerfile"

@@ -113,6 +113,8 @@ STORE_CALLS: dict[str, StoreCall] = {
     "arrived_between": lambda s: s.arrived_between("PyTorch", NOW, NOW, 10),
     "forget_team": lambda s: s.forget_team("T1"),
     "resume_team": lambda s: s.resume_team("T1", "not_installed"),
+    "state_value": lambda s: s.state_value("config_channels"),
+    "set_state_value": lambda s: s.set_state_value("config_channels", "h"),
 }
 # Not database work: building and closing the store, and the health check, whose answer
 # to a failing database is False (asserted below).

@@ -350,3 +350,18 @@ def test_owners_of_jobs_are_alive_while_the_job_is_to_do_or_doing(store: Store) 
         )
     )
     assert [r.owner for r in ledger.orphans("", lambda ident: False)] == [owners[2]]
+
+
+def test_config_channels_are_synced_only_when_the_file_changed(store: Store) -> None:
+    from bot.runtime import sync_config_channels_once
+    from config.settings import ChannelConfig
+
+    shows = [ShowConfig(name="PyTorch", feed="file:///f.xml", repo="pytorch/pytorch")]
+    first = Settings(shows=shows, channels=[ChannelConfig(id="C0A1"), ChannelConfig(id="C0A2")])
+    assert sync_config_channels_once(first, store, "T1") == 2
+    store.unsubscribe("T1", "C0A1", "PyTorch")  # a tombstone, as /episodes unsubscribe leaves
+    assert sync_config_channels_once(first, store, "T1") is None  # same file: no work
+    more = first.model_copy(update={"channels": [*first.channels, ChannelConfig(id="C0A3")]})
+    assert sync_config_channels_once(more, store, "T1") == 1
+    assert sorted(s.channel_id for s in store.subscriptions()) == ["C0A2", "C0A3"]
+    assert sync_config_channels_once(more, store, "T2") == 3  # another team: another sync

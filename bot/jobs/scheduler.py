@@ -47,7 +47,7 @@ from bot.runtime import (
     make_outbox,
     open_store,
     resolve_team_id,
-    sync_config_channels,
+    sync_config_channels_once,
     tokens_at_rest,
 )
 from config.settings import Settings, ShowConfig
@@ -350,7 +350,7 @@ async def run_clock(
             return
         if ops is not None:
             ops.slack_accepted()
-        await asyncio.to_thread(sync_config_channels, settings, store, team_id)
+        await asyncio.to_thread(sync_config_channels_once, settings, store, team_id)
     except BaseException:
         await asyncio.to_thread(store.close)
         raise

@@ -26,7 +26,7 @@ from bot.jobs.enrichment import GitHubSession
 from bot.jobs.ingest import parse_limit
 from bot.jobs.queue import make_app
 from bot.jobs.scheduler import wait_for_slack
-from bot.runtime import make_outbox, open_store, sync_config_channels, tokens_at_rest
+from bot.runtime import make_outbox, open_store, sync_config_channels_once, tokens_at_rest
 from config.settings import Settings
 from digests.render.renderer import Renderer
 from digests.sources.fetch import make_http_client
@@ -103,7 +103,7 @@ async def run_worker(
             return
         if ops is not None:
             ops.slack_accepted()
-        await asyncio.to_thread(sync_config_channels, settings, store, team_id)
+        await asyncio.to_thread(sync_config_channels_once, settings, store, team_id)
         await _work(settings, store, ops, name, stop)
     finally:
         await asyncio.to_thread(store.close)

@@ -357,3 +357,12 @@ answers_version = sa.Table(
 
 # slack_sdk's OAuth tables (migration 0010), read and written only by its async stores.
 slack_installations, slack_bots, slack_oauth_states = oauth_tables(metadata)
+
+# Small facts a process keeps between starts, by name (migration 0030): the hash of the
+# config file's channels last subscribed, so a start with the same file skips the sync.
+bot_state = sa.Table(
+    "bot_state",
+    metadata,
+    sa.Column("name", sa.String(100), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
