@@ -85,12 +85,3 @@ def make_app(settings: Settings) -> App:
 
 def heartbeat_seconds(settings: Settings) -> float:
     return max(0.5, settings.worker_stalled_seconds / HEARTBEATS_PER_STALL)
-
-
-def every_seconds_cron(seconds: float) -> str:
-    """A six-field cron (seconds first… procrastinate's sixth column) firing about every
-    ``seconds`` (1 to 60; a divisor of 60 fires evenly)."""
-    step = max(1, min(60, round(seconds)))
-    if step >= 60:
-        return "* * * * *"
-    return f"* * * * * */{step}"

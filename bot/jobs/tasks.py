@@ -45,7 +45,6 @@ from bot.jobs.enrichment import enrich_shows
 from bot.jobs.follows import recoverable_dms
 from bot.jobs.pipeline import plan_show, run_once
 from bot.jobs.plan import active_subscriptions, decide_due, in_date_order, plan_state, render_due
-from bot.jobs.queue import every_seconds_cron
 from bot.jobs.recap import (
     RECAP_GRACE,
     covered_week,
@@ -377,6 +376,13 @@ async def kick(app: App, now: datetime) -> None:
         job = app.tasks[name].configure(queueing_lock=f"start:{name}")
         with contextlib.suppress(AlreadyEnqueued):
             await job.defer_async(timestamp=int(now.timestamp()))
+
+
+def every_seconds_cron(seconds: float) -> str:
+    """A cron firing about every ``seconds`` (1 to 60: procrastinate's sixth column is the
+    second; a divisor of 60 fires evenly)."""
+    step = max(1, min(60, round(seconds)))
+    return "* * * * *" if step >= 60 else f"* * * * * */{step}"
 
 
 def register(app: App, settings: Settings) -> None:
