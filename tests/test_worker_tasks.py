@@ -262,6 +262,12 @@ async def test_rows_no_longer_wanted_are_passed_over_not_recovered_for_ever(
     await queue.app.tasks["recover"].defer_async(timestamp=0)
     await queue.drain()
     assert len(queue.jobs("deliver")) == before
+    # Subscribed again: the next plan offers the row, and it is delivered once.
+    store.subscribe(TEAMS[0], "C00000", "PyTorch", recap=False)
+    items = tasks.rebuild(queue.rt, TEAMS[0], "episode", "PyTorch", {rows[TEAMS[0]].ident})
+    await tasks.fan_out(queue.app, queue.rt, items)
+    await queue.drain()
+    assert keys_in(slack_fake.messages("C00000")) == [rows[TEAMS[0]].key]
 
 
 async def test_daily_digests_go_out_through_jobs_once(
@@ -365,3 +371,32 @@ def test_config_channels_are_synced_only_when_the_file_changed(store: Store) -> 
     assert sync_config_channels_once(more, store, "T1") == 1
     assert sorted(s.channel_id for s in store.subscriptions()) == ["C0A2", "C0A3"]
     assert sync_config_channels_once(more, store, "T2") == 3  # another team: another sync
+
+
+async def test_the_queue_is_seen_in_digestbot_jobs_and_the_metrics(
+    queue: Queue, store: Store, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from bot.ops.queue_metrics import QueueCollector
+    from bot.service import print_jobs
+
+    subscribe(store, per_team=2)
+    await queue.app.tasks["poll"].defer_async(show="PyTorch")
+    await queue.drain(["poll"])  # the deliver jobs wait
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in QueueCollector(store.engine).collect()
+        for s in family.samples
+    }
+    assert samples[("digestbot_queue_jobs", (("queue", "deliver"), ("status", "todo")))] == 3
+    assert samples[("digestbot_queue_oldest_job_seconds", (("queue", "deliver"),))] >= 0
+    assert samples[("digestbot_queue_workers", ())] == 0
+
+    out = io.StringIO()
+    assert print_jobs(queue.rt.settings, out) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0].split()[:4] == ["queue", "todo", "doing", "failed"]
+    deliver = next(line.split() for line in lines if line.startswith("deliver"))
+    assert deliver[1:4] == ["3", "0", "0"]
+    assert lines[-1].startswith("workers: 0; polls due now: 0")

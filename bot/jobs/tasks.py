@@ -37,6 +37,7 @@ from procrastinate import App, JobContext, RetryStrategy
 from procrastinate.exceptions import AlreadyEnqueued
 from procrastinate.types import JSONValue
 
+from bot import logs
 from bot.catalog import live, teach_repos
 from bot.delivery.items import Delivery, DeliveryReport
 from bot.jobs.cycle import PollResult
@@ -205,6 +206,7 @@ async def dispatch(context: JobContext, timestamp: int) -> int:
 
 
 async def poll(context: JobContext, show: str) -> str:
+    logs.enter(show=show)  # each job runs as a task of its own
     rt = runtime(context)
     settings = await asyncio.to_thread(live, rt.settings, rt.store)
     config = next((s for s in settings.shows if s.name == show), None)
@@ -260,6 +262,7 @@ def rebuild(rt: Runtime, team: str, kind: str, show: str | None, wanted: set[Ide
 async def deliver(
     context: JobContext, team: str, kind: str, keys: list[list[str]], show: str | None = None
 ) -> str:
+    logs.enter(team=team, show=show)
     rt = runtime(context)
     owner = _owner(context)
     wanted = {(team, channel, kind, key) for channel, key in keys}

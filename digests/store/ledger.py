@@ -353,8 +353,8 @@ class Ledger:
 
     def alive(self, owners: Iterable[str | None]) -> set[str]:
         """The live ones among ``owners``, the queue's jobs asked about in one query."""
-        named = {o for o in owners if o is not None}
-        here = {o for o in named if o in self.live or o.startswith(PASSED)}
+        named = {o for o in owners if o is not None and not o.startswith(PASSED)}
+        here = {o for o in named if o in self.live}
         jobs = self.run(lambda conn: live_jobs(conn, named)) if self.is_postgres else set()
         return here | jobs | {o for o in named - here - jobs if process_alive(o)}
 
@@ -379,7 +379,8 @@ class Ledger:
         ``pending`` or ``posting`` rows whose owner is dead (or was given up: no owner), and
         ``posting`` rows of ``me`` that ``active`` says no task of ours is on (an attempt that
         ended in an exception). Rows of live owners, ``me``'s pending ones included, are
-        left to them: each owner's next poll offers those again.
+        left to them: each owner's next poll offers those again; so are rows passed over
+        (``passed:…``) until a plan offers them again.
         """
         unfinished = deliveries.c.state.in_((LedgerState.PENDING, LedgerState.POSTING))
 
@@ -387,7 +388,7 @@ class Ledger:
             query = sa.select(deliveries.c.owner).where(unfinished).distinct()
             return [r[0] for r in conn.execute(query)]
 
-        found = self.run(owners)
+        found = [o for o in self.run(owners) if not (o or "").startswith(PASSED)]
         alive = self.alive(o for o in found if o != me)
         dead = [o for o in found if o is not None and o != me and o not in alive]
         mine = me in found

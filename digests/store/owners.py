@@ -4,7 +4,8 @@
   to do or doing; a job whose worker died stays ``doing`` until the stalled-job recovery
   runs it again under the same id, so its retry finds its own rows (``bot.jobs.tasks``).
 - ``passed:<id>``: rows that job found no longer wanted (a channel paused or unsubscribed
-  since they were planned): left alone until a plan offers them again.
+  since they were planned): never alive, but no orphans either — left alone until a plan
+  offers them again.
 - anything else, ``host:pid:tag`` (``digestbot run`` and ``run --once``): alive while this
   process holds it open (:class:`~digests.store.database.LiveOwners`) or, on this host,
   while that pid runs. One process polls and delivers there; several on one PostgreSQL
