@@ -23,6 +23,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 from procrastinate import App
+from procrastinate.exceptions import AlreadyEnqueued
 
 from bot.jobs import tasks
 from bot.jobs.queue import make_app
@@ -400,3 +401,48 @@ async def test_the_queue_is_seen_in_digestbot_jobs_and_the_metrics(
     deliver = next(line.split() for line in lines if line.startswith("deliver"))
     assert deliver[1:4] == ["3", "0", "0"]
     assert lines[-1].startswith("workers: 0; polls due now: 0")
+
+
+async def test_github_details_come_as_a_job_per_repository_and_edit_the_digests(
+    db_url: str, store: Store, slack_fake: SlackFake, feed_server: FeedServer,
+    github_fake: Any,
+) -> None:  # fmt: skip
+    """A poll of a show with a repository defers ``enrich`` (one waiting per repository);
+    its PR titles edit the digests posted without them, in place, once per channel."""
+    url = feed_server.route("/feed.xml", rss(rss_item(3)), etag='"v1"')
+    settings = settings_for(db_url, url, github_api_url=github_fake.api_url)
+    for number in (199603, 199703):
+        github_fake.add_pr("pytorch/pytorch", number, title=f"Title of {number}")
+    store.ensure_show("PyTorch", url, "pytorch/pytorch")
+    channels = subscribe(store, per_team=2)
+    app = make_app(settings)
+    app.periodic_registry.periodic_tasks.clear()
+    outbox = slack_outbox(slack_fake)
+    async with httpx.AsyncClient() as http, app.open_async():
+        rt = Runtime.of(settings, store, outbox, http)
+        q = Queue(app, rt)
+        await app.tasks["poll"].defer_async(show="PyTorch")
+        await q.drain(["poll", "deliver"])  # the digests, posted without GitHub's titles
+        enrich = q.jobs("enrich")
+        assert [(j["queueing_lock"], j["status"]) for j in enrich] == [
+            ("enrich:pytorch/pytorch", "todo")
+        ]
+        with pytest.raises(AlreadyEnqueued):  # a second poll's refresh waits in the first
+            await (
+                app.tasks["enrich"]
+                .configure(queueing_lock="enrich:pytorch/pytorch")
+                .defer_async(repo="pytorch/pytorch")
+            )
+        assert not slack_fake.calls_to("chat.update")
+        await q.drain()
+        await rt.aclose()
+    await outbox.close()
+    assert github_fake.calls
+    updated = Counter(c.params["channel"] for c in slack_fake.calls_to("chat.update") if c.ok)
+    # Each message of each channel (the digest and its thread reply) edited once.
+    assert updated == Counter({c: len(slack_fake.messages(c)) for _, c in channels})
+    assert all(len(slack_fake.messages(c)) == 2 for _, c in channels)
+    assert {c: keys_in(slack_fake.messages(c)).count(KEY) for _, c in channels} == dict.fromkeys(
+        [c for _, c in channels], 1
+    )
+    assert "Title of 199603" in str(slack_fake.messages(channels[0][1]))
