@@ -4,15 +4,15 @@ One job per show (id ``poll:<show>``), on an interval of ``poll_minutes`` with j
 ``coalesce`` and ``max_instances=1``; after every run the job's next run is moved to the
 show's stored ``next_poll_at`` — the backoff of a failing feed, or the feed's own
 ``Retry-After``/``Cache-Control`` — plus jitter. The stored time also decides the first run
-after a restart, so restarting a clock never hammers a feed that asked for quiet. It is
-every clock's: a job that fires before it (another clock polled the show since) fetches
-nothing and moves to it (``run_once(only_due=True)``), so each show is polled once per
-interval however many clocks run; the show lock only keeps two polls from overlapping.
+after a restart, so restarting a clock never hammers a feed that asked for quiet; a job
+that fires before it fetches nothing and moves to it (``run_once(only_due=True)``).
 
-A ``sweep`` job (every ``SWEEP_SECONDS``, and at start-up) delivers what a dead clock or a
-crashed run left unfinished (:class:`bot.jobs.sweeper.Sweeper`): with two clocks, the one that did
-not poll a show is the one that finishes its fan-out when the other dies — the weekly
-recap's and the daily digests' too.
+The clock is one process: ``digestbot run`` (and ``clock``) on SQLite. On PostgreSQL the
+schedule is the job queue's, shared by any number of workers (:mod:`bot.jobs.tasks`).
+
+A ``sweep`` job (every ``SWEEP_SECONDS``, and at start-up) delivers what a crashed run left
+unfinished (:class:`bot.jobs.sweeper.Sweeper`) — the weekly recap's and the daily digests'
+too.
 """
 
 from __future__ import annotations
