@@ -446,3 +446,40 @@ async def test_github_details_come_as_a_job_per_repository_and_edit_the_digests(
         [c for _, c in channels], 1
     )
     assert "Title of 199603" in str(slack_fake.messages(channels[0][1]))
+
+
+async def poll_job(queue: Queue) -> None:
+    """A poll as dispatch defers it (at most one waiting per show)."""
+    job = queue.app.tasks["poll"].configure(queueing_lock="poll:PyTorch", lock="poll:PyTorch")
+    await job.defer_async(show="PyTorch")
+
+
+async def test_a_poll_whose_worker_died_is_polled_again_by_the_recovery(
+    queue: Queue, store: Store, slack_fake: SlackFake, feed_server: FeedServer
+) -> None:
+    channels = subscribe(store, per_team=1)
+    await poll_job(queue)
+    await stall(queue, queue.jobs("poll")[0]["id"])  # its worker was SIGKILLed
+    await queue.app.tasks["recover"].defer_async(timestamp=0)
+    await queue.drain()
+    assert [j["status"] for j in queue.jobs("poll")] == ["succeeded"]
+    assert len(feed_server.requests_to("/feed.xml")) == 1
+    assert all(keys_in(slack_fake.messages(c)) == [KEY] for _, c in channels)
+
+
+async def test_a_dead_poll_with_its_next_run_queued_already_ends_as_failed(
+    queue: Queue, store: Store, slack_fake: SlackFake, feed_server: FeedServer
+) -> None:
+    """Dispatch queued the show's next poll while the dead one still looked like running:
+    the retry would be a second poll waiting, so the dead one ends and the queued one runs."""
+    channels = subscribe(store, per_team=1)
+    await poll_job(queue)
+    first = queue.jobs("poll")[0]["id"]
+    await stall(queue, first)
+    await poll_job(queue)  # the next one, waiting behind the lock
+    await queue.app.tasks["recover"].defer_async(timestamp=0)
+    await queue.drain()
+    assert {j["id"]: j["status"] for j in queue.jobs("poll")}[first] == "failed"
+    assert sorted(j["status"] for j in queue.jobs("poll")) == ["failed", "succeeded"]
+    assert len(feed_server.requests_to("/feed.xml")) == 1
+    assert all(keys_in(slack_fake.messages(c)) == [KEY] for _, c in channels)

@@ -34,7 +34,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from procrastinate import App, JobContext, RetryStrategy
-from procrastinate.exceptions import AlreadyEnqueued
+from procrastinate.exceptions import AlreadyEnqueued, ConnectorException
+from procrastinate.jobs import Status
 from procrastinate.types import JSONValue
 
 from bot import logs
@@ -353,7 +354,14 @@ async def recover(context: JobContext, timestamp: int) -> int:
         if job.id == context.job.id:
             continue
         log.warning("job %s (%s) stalled with its worker: running it again", job.id, job.task_name)
-        await manager.retry_job(job)
+        try:
+            await manager.retry_job(job)
+        except ConnectorException:
+            if job.queueing_lock is None or job.id is None:
+                raise
+            # A poll whose next run was queued meanwhile (one waits per show): that one
+            # polls; this one ends as failed.
+            await manager.finish_job_by_id_async(job.id, Status.FAILED, delete_job=False)
     ledger = rt.deliverer.ledger
     rows = await asyncio.to_thread(ledger.orphans, "", lambda ident: False)
     left = [r for r in rows if r.kind in RECOVERED_KINDS and (r.kind != "episode" or r.show)]
