@@ -122,7 +122,9 @@ _LONG_FIRST: tuple[tuple[str, str], ...] = (
     ("test_github_poll.py", "test_the_digest_does_not_wait_for_a_slow_github"),
     # Real processes waiting out poll intervals, kills and fan-outs at Slack's pace.
     ("test_clock_polls.py", ""),
-    ("test_clock_kills.py", ""),
+    ("test_worker_kills.py", ""),
+    ("test_worker_processes.py", ""),
+    ("test_worker_scale.py", ""),
     ("test_delivery_processes.py", ""),
     ("test_serve_two_processes.py", ""),
     ("test_operating.py", ""),
