@@ -163,3 +163,48 @@ def test_run_on_sqlite_loads_no_job_queue(args: list[str], tmp_path: Path) -> No
     )  # fmt: skip
     said = result.read_text() if result.exists() else ""
     assert said == "clean 0", (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
+
+
+def _defines(path: Path) -> tuple[set[str], set[str]]:
+    """The names a module binds itself, and those it imports."""
+    own: set[str] = set()
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            own.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            own.add(node.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            imported.update(a.asname or a.name.split(".")[0] for a in node.names)
+    return own, imported
+
+
+def test_names_are_imported_from_the_module_that_defines_them() -> None:
+    """No module is a relay: ``from X import name`` where X only imports ``name`` itself."""
+    root = Path(__file__).resolve().parent.parent
+    relayed = []
+    for path in sorted(root.glob("*/**/*.py")):
+        if path.parts[len(root.parts)] not in ("bot", "digests", "config", "tests"):
+            continue
+        if "migrations" in path.parts or ".venv" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+                continue
+            if node.module.split(".")[0] not in ("bot", "digests", "config"):
+                continue
+            base = root / node.module.replace(".", "/")
+            source = base.with_suffix(".py")
+            source = source if source.exists() else base / "__init__.py"
+            if not source.exists():
+                continue
+            own, imported = _defines(source)
+            relayed += [
+                f"{path.relative_to(root)}: {node.module}.{a.name}"
+                for a in node.names
+                if a.name not in own
+                and a.name in imported
+                and not (base / f"{a.name}.py").exists()
+                and not (base / a.name).is_dir()
+            ]
+    assert relayed == []

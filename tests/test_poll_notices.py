@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 from bot.delivery.deliverer import Deliverer
-from bot.jobs.pipeline import notice_deliveries, run_once
+from bot.jobs.pipeline import run_once
+from bot.jobs.plan import notice_deliveries
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.decide.deliveries import feed_notice
 from digests.render.limits import FALLBACK_TEXT, SECTION_TEXT

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from bot.jobs.ingest import FeedRead
-from bot.jobs.pipeline import failed_state, polled_state
 from bot.jobs.plan import PlanState, decide_due, render_due
+from bot.jobs.poll_state import failed_state, polled_state
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.decide.deliveries import episode_key
 from digests.errors import FeedUnavailable, FetchError

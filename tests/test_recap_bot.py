@@ -24,15 +24,14 @@ from bot.delivery.deliverer import Deliverer
 from bot.delivery.outbox import SlackOutbox, metadata_for
 from bot.jobs.recap import (
     RECAP_JOB_ID,
-    build_recap,
     covered_week,
     last_fire_time,
     post_recaps,
     recap_deliveries,
     recap_job,
     recap_trigger,
-    week_message,
 )
+from bot.jobs.recap_build import build_recap, week_message
 from bot.jobs.sweeper import Sweeper
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.models import Episode

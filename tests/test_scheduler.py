@@ -12,7 +12,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.delivery.deliverer import Deliverer
-from bot.jobs.pipeline import RunReport
+from bot.jobs.cycle import RunReport
 from bot.jobs.scheduler import Clock, run_clock
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.errors import SlackError

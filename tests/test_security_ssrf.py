@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from bot.jobs.pipeline import PollResult, poll_show
+from bot.jobs.cycle import PollResult
+from bot.jobs.pipeline import poll_show
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.errors import FetchError
 from digests.sources.addresses import is_public_address, literal_ip, names_private_host

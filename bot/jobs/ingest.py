@@ -27,7 +27,8 @@ import httpx
 from digests.decide.update import unstorable
 from digests.extract.episodes import build_episodes
 from digests.models import Episode, ParsedSource
-from digests.parse import ItemHashes, parse_bytes
+from digests.parse import parse_bytes
+from digests.parse.item_hashes import ItemHashes
 from digests.sources.fetch import FetchResult, PrivatePolicy, fetch
 from digests.types import MENTIONS, PrMode
 

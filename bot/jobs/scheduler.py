@@ -37,10 +37,11 @@ from bot.catalog import AddedShow, added_shows
 from bot.delivery.deliverer import Deliverer
 from bot.delivery.outbox import Outbox, classify
 from bot.delivery.paced import TRANSIENT
+from bot.jobs.cycle import RunReport
 from bot.jobs.daily import daily_job
 from bot.jobs.enrichment import GitHubSession
 from bot.jobs.ingest import parse_limit
-from bot.jobs.pipeline import RunReport, poll_limit, run_once
+from bot.jobs.pipeline import poll_limit, run_once
 from bot.jobs.recap import recap_job
 from bot.jobs.sweeper import Sweeper
 from bot.runtime import (

@@ -13,13 +13,7 @@ from bot.delivery.deliverer import Deliverer
 from bot.delivery.items import Delivery, DeliveryReport
 from bot.jobs.daily import recoverable_dailies
 from bot.jobs.follows import recoverable_dms
-from bot.jobs.pipeline import (
-    active_subscriptions,
-    decide_due,
-    in_date_order,
-    plan_state,
-    render_due,
-)
+from bot.jobs.plan import active_subscriptions, decide_due, in_date_order, plan_state, render_due
 from bot.jobs.recap import recoverable_recaps
 from config.settings import Settings
 from digests.render.renderer import Renderer
