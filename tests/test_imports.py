@@ -165,6 +165,7 @@ def test_run_on_sqlite_loads_no_job_queue(args: list[str], tmp_path: Path) -> No
     assert said == "clean 0", (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
 
 
+@functools.cache
 def _defines(path: Path) -> tuple[set[str], set[str]]:
     """The names a module binds itself, and those it imports."""
     own: set[str] = set()
