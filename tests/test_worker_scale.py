@@ -7,7 +7,8 @@
   printed (``-s``) and recorded (``record_property``), never asserted;
 - a worker SIGKILLed mid fan-out: its jobs finish on the others, each channel once, within
   the stalled-job interval;
-- 2,000 feeds answering 304, 2 workers, the shortest poll interval there is (1 minute):
+- 500 feeds answering 304 (2,000 in bench_worker), 2 workers, the shortest poll interval
+  there is (1 minute):
   every show is polled once in its first interval and once more in the next — none twice,
   none skipped (GETs counted per feed);
 - a worker killed while it polls a feed: that show is polled again within its interval;
@@ -126,7 +127,9 @@ class FanOut:
     def __init__(self, db_url: str, fake: SlackFake) -> None:
         self.store = Store.open(db_url)  # migrated before the workers start
         self.fake = fake
-        self.channels = [(f"T0S{t:02d}", f"C{t:02d}X{n:03d}") for t in range(TEAMS) for n in range(PER_TEAM)]
+        self.channels = [
+            (f"T0S{t:02d}", f"C{t:02d}X{n:03d}") for t in range(TEAMS) for n in range(PER_TEAM)
+        ]
         self.twice = {c for _, c in self.channels if c.endswith("X000")}
         self.posts = len(self.channels) + len(self.twice)
 
@@ -200,7 +203,8 @@ def test_one_episode_to_5000_channels_in_50_workspaces(
         assert len(feed_server.requests_to("/feed.xml")) == 1  # polled once, by one of them
     finally:
         world.store.close()
-    print(f"\n{count} worker(s): {world.posts} posts, fan-out {fan_out:.1f} s, {wall:.1f} s from the poll")
+    print(f"\n{count} worker(s): {world.posts} posts, {fan_out:.1f} s first to last post,")
+    print(f"  {wall:.1f} s from the poll")
     record_property("fan_out_seconds", round(fan_out, 2))
     assert [w.stop() for w in workers] == [0] * count, [w.tail() for w in workers]
 
@@ -244,9 +248,12 @@ def test_a_worker_killed_mid_fan_out_to_5000_channels(
     assert [w.stop() for w in survivors] == [0, 0], [w.tail() for w in survivors]
 
 
-# -- polls: 2,000 feeds answering 304 -----------------------------------------------------
+# -- polls: many feeds answering 304 -----------------------------------------------------
 
-FEEDS = 2000
+# The issue's 2,000 feeds add their round (half a minute on a loaded 2-core machine) to the
+# interval's minute: too long for CI. 500 keep the test near the interval; bench_worker
+# polls 2,000 and more.
+FEEDS = 500
 INTERVAL = 60.0  # poll_minutes = 1, the shortest the settings allow
 
 
@@ -281,7 +288,7 @@ class Polls:
         return Counter(len(v) for v in self.gets().values())
 
 
-def test_2000_feeds_each_polled_once_per_interval(
+def test_many_feeds_each_polled_once_per_interval(
     db_url: str, slack_fake: SlackFake, timed_server: TimedFeedServer, tmp_path: Path,
     workers: list[WorkerProcess], record_property: Any,
 ) -> None:  # fmt: skip
@@ -318,7 +325,10 @@ def test_2000_feeds_each_polled_once_per_interval(
     assert Counter(j["status"] for j in polled)["succeeded"] == 2 * FEEDS
     shares = [len(w.started("poll")) for w in workers]
     assert all(shares), shares
-    print(f"\n{FEEDS} feeds: first round {first_round:.1f} s from start; gaps {gaps[0]:.1f}–{gaps[-1]:.1f} s; polls per worker {shares}")
+    print(f"\n{FEEDS} feeds: first round {first_round:.1f} s from the workers' start;")
+    print(
+        f"  second GETs {gaps[0]:.1f}–{gaps[-1]:.1f} s after the first; polls per worker {shares}"
+    )
     record_property("first_round_seconds", round(first_round, 2))
     assert [w.stop() for w in workers] == [0, 0], [w.tail() for w in workers]
 
@@ -391,7 +401,9 @@ def test_daily_and_recap_with_a_worker_killed_at_the_due_time(
         "backfill = 0", "quiet_week = true", *show_lines("PyTorch", url),
         *show_lines("Quiet", quiet),
     ])  # fmt: skip
-    text = config.read_text().replace("[schedule]", f'[schedule]\nrecap = "{due.strftime("%a %H:%M").lower()}"')
+    text = config.read_text().replace(
+        "[schedule]", f'[schedule]\nrecap = "{due.strftime("%a %H:%M").lower()}"'
+    )
     config.write_text(text)
     store = Store.open(db_url)
     daily = [f"C0DAY{n:03d}" for n in range(CHANNELS_EACH)]
@@ -469,7 +481,8 @@ def seed_daily_and_recap(
          "source": "slash", "created_at": day_before, "daily_at": at,
          "mode_changed_at": day_before}
         for n, c in enumerate(daily)
-    ] + [
+    ])  # fmt: skip
+    subscribe_many(store, [
         {"team_id": f"T0R{n % 5}", "channel_id": c, "show": "Quiet", "recap": True,
          "source": "slash", "created_at": day_before}
         for n, c in enumerate(weekly)
