@@ -305,7 +305,7 @@ def test_many_feeds_each_polled_once_per_interval(
         first_round = time.monotonic() - began
         # Until the first poll's interval is nearly over, none is polled again.
         first = {n: g[0] for n, g in polls.gets().items()}
-        quiet_until = min(first.values()) + INTERVAL - 1.0
+        quiet_until = min(first.values()) + INTERVAL - 5
         while time.monotonic() < quiet_until:
             assert polls.counts() == {1: FEEDS}
             time.sleep(0.5)
@@ -320,8 +320,10 @@ def test_many_feeds_each_polled_once_per_interval(
     finally:
         polls.store.close()
     assert statuses == {True: 2 * FEEDS}  # every GET was conditional: answered 304
-    # Not before the interval (the job starts at its time; the GET follows), nor a lot later.
-    assert gaps[0] >= INTERVAL - 1.0 and gaps[-1] < INTERVAL + 30, (gaps[0], gaps[-1])
+    # Not before the interval, nor a lot later. The interval runs from the poll job's start
+    # and the GET follows it, later the busier the worker was: a second GET may come
+    # seconds short of a minute after the first.
+    assert gaps[0] >= INTERVAL - 5 and gaps[-1] < INTERVAL + 30, (gaps[0], gaps[-1])
     assert Counter(j["status"] for j in polled)["succeeded"] == 2 * FEEDS
     shares = [len(w.started("poll")) for w in workers]
     assert all(shares), shares
