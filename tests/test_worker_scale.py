@@ -235,16 +235,22 @@ def test_a_worker_killed_mid_fan_out_to_5000_channels(
         finished = time.monotonic() - killed
         time.sleep(1.5)  # a straggler would double something now
         world.check_exactly_once_in_order()
-        # The victim's jobs ran again, on the survivors.
-        again = {job for w in survivors for job in w.started("deliver")}
-        assert held <= again, (held, again)
+        # The victim's jobs ran again, on the survivors, once its heartbeat was stale.
+        again = {job: at for w in survivors for job, at in w.started_at("deliver").items()}
+        assert held <= set(again), (held, set(again))
+        restarted = max(again[job] for job in held) - killed
+        retried = {job: at for w in survivors for job, at in w.retried_at().items()}
+        assert held <= set(retried), (held, set(retried))
+        requeued = max(retried[job] for job in held) - killed
         assert {j["status"] for j in jobs(world.store.engine, "deliver")} == {"succeeded"}
     finally:
         world.store.close()
-    print(f"\nkilled mid fan-out: the rest delivered {finished:.1f} s after the kill")
+    print(f"\nkilled mid fan-out: its jobs queued again {requeued:.1f} s after the kill,")
+    print(f"  started again {restarted:.1f} s, every channel had its digest {finished:.1f} s")
     record_property("after_kill_seconds", round(finished, 2))
-    # Within the stalled interval, plus the fan-out left on two workers.
-    assert finished < STALLED + 45
+    # Within the stalled interval (and the recovery's next look, a quarter of it later; a
+    # loaded machine runs it late). They start once the survivors have a free slot.
+    assert requeued < STALLED * 1.25 + 10
     assert [w.stop() for w in survivors] == [0, 0], [w.tail() for w in survivors]
 
 
@@ -324,7 +330,9 @@ def test_many_feeds_each_polled_once_per_interval(
     # and the GET follows it, later the busier the worker was: a second GET may come
     # seconds short of a minute after the first.
     assert gaps[0] >= INTERVAL - 5 and gaps[-1] < INTERVAL + 30, (gaps[0], gaps[-1])
-    assert Counter(j["status"] for j in polled)["succeeded"] == 2 * FEEDS
+    # A dispatch that comes while a show's poll runs queues one more, which finds the show
+    # not due (no GET): extra jobs are allowed, failed ones are not.
+    assert not [j for j in polled if j["status"] == "failed"]
     shares = [len(w.started("poll")) for w in workers]
     assert all(shares), shares
     print(f"\n{FEEDS} feeds: first round {first_round:.1f} s from the workers' start;")

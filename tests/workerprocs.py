@@ -33,6 +33,8 @@ WORKER = [sys.executable, "-m", "bot", "-v", "worker"]
 # procrastinate's line as a job starts: "Starting job poll[12](show='Show0001')".
 _STARTING = re.compile(r"Starting job (\w+)\[(\d+)\]\((.*)\)")
 STARTED = "worker started"
+# bot.jobs.tasks.recover's line as it runs a stalled job again.
+_RETRIED = re.compile(r"job (\d+) \(\w+\) stalled with its worker")
 
 
 def worker_env(db_url: str, config: Path, api_url: str, token: str, **extra: str) -> dict[str, str]:
@@ -67,12 +69,14 @@ class WorkerProcess:
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         self.lines: list[str] = []
+        self.read_at: list[float] = []  # when each line was read (time.monotonic)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
+            self.read_at.append(time.monotonic())
             self.lines.append(line)
 
     @property
@@ -86,6 +90,24 @@ class WorkerProcess:
             m = _STARTING.search(line)
             if m and (task is None or m[1] == task):
                 out[int(m[2])] = m[3]
+        return out
+
+    def started_at(self, task: str) -> dict[int, float]:
+        """When this worker started each job of ``task`` (as its line was read), by id."""
+        out: dict[int, float] = {}
+        for line, at in zip(list(self.lines), list(self.read_at), strict=False):
+            m = _STARTING.search(line)
+            if m and m[1] == task:
+                out.setdefault(int(m[2]), at)
+        return out
+
+    def retried_at(self) -> dict[int, float]:
+        """When this worker's recovery put each stalled job back in the queue, by id."""
+        out: dict[int, float] = {}
+        for line, at in zip(list(self.lines), list(self.read_at), strict=False):
+            m = _RETRIED.search(line)
+            if m:
+                out.setdefault(int(m[1]), at)
         return out
 
     def peak_rss_kb(self) -> int:
