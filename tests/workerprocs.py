@@ -112,11 +112,18 @@ class WorkerProcess:
 
     def peak_rss_kb(self) -> int:
         """The process's peak resident set (VmHWM), in KiB; 0 once it is gone."""
+        return self._status_kb("VmHWM")
+
+    def rss_kb(self) -> int:
+        """The process's resident set now (VmRSS), in KiB; 0 once it is gone."""
+        return self._status_kb("VmRSS")
+
+    def _status_kb(self, field: str) -> int:
         try:
             status = Path(f"/proc/{self.proc.pid}/status").read_text()
         except OSError:
             return 0
-        m = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
+        m = re.search(rf"^{field}:\s+(\d+) kB", status, re.M)
         return int(m[1]) if m else 0
 
     def kill(self) -> None:

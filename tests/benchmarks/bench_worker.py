@@ -12,8 +12,9 @@ real worker processes (default settings: 16 jobs and 16 fetches each) poll them:
   next minute's dispatch: the steady state of a round of 304s.
 
 A round's time is from its first poll to its last (the shows' ``last_polled_at``); the
-floor is ``N × latency ÷ (workers × FETCH_CONCURRENCY)``. Peak RSS (VmHWM) of each worker
-after each round: flat in ``N`` if a poll job holds one show's state, not a round's.
+floor is ``N × latency ÷ (workers × FETCH_CONCURRENCY)``. RSS of each worker once up (its settings,
+the file's N shows, read) and its peak (VmHWM) after each round: the growth flat in ``N``
+if a poll job holds one show's state, not a round's.
 """
 
 from __future__ import annotations
@@ -99,6 +100,9 @@ def one_size(base_url: str, feeds: int, workers: int, latency: float, api_url: s
             started = datetime.now(UTC)
             procs = [WorkerProcess(env, f"w{n + 1}") for n in range(workers)]
             try:
+                # Up: its settings (the file's N shows) read, before its first job.
+                assert wait_for(lambda: all(w.up for w in procs), timeout=600, every=0.05)
+                print(f"  RSS per worker once up {[w.rss_kb() // 1024 for w in procs]} MB")
                 for label, since in (("round 1 (first unchanged)", started), ("round 2", None)):
                     if since is None:
                         since = datetime.now(UTC)
