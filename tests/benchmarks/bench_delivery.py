@@ -11,6 +11,15 @@
    state (``bot.jobs.poll_state``). Compared, round by round, with the same conditional GETs
    alone.
 
+3. ``--workers N`` (PostgreSQL): one episode to 5,000 channels in 50 workspaces (100
+   each; ``--channels``), no thread replies, fanned out by real ``digestbot worker``
+   processes (their settings' defaults), first by 1 worker and then by N, each into a fresh
+   schema. The poll waits until every worker is up. Printed: the time from the poll to the
+   last post and from the first post to the last, the ideal (calls × latency ÷ total
+   concurrency, workers × DELIVERY_CONCURRENCY, but no faster than the per-workspace rate
+   allows: TEAM_POSTS_PER_SECOND for each of the workspaces whose jobs run at once, at most
+   workers × WORKER_CONCURRENCY), the ratio, and the CPU each process used.
+
 The fake and the feed server run in their own processes (``--in-process`` to share this
 one), so their CPU does not count against the bot's on a 2-core machine. ``--only poll``
 (or ``fan-out``) runs one of the two; ``--rounds N`` how many times each is measured;
@@ -345,6 +354,121 @@ async def poll_cycle(db: _Db, feeds: int, rounds: int, in_process: bool) -> None
     print(f"  CPU ratio round by round  {', '.join(f'{r:.2f}' for r in pairs)}×")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of a live process (/proc/<pid>/stat), in seconds."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _workers_once(postgres: str, api_url: str, fake_pid: int, count: int, channels: int,
+                  teams: int) -> dict[str, float]:  # fmt: skip
+    """One fan-out by ``count`` workers into a fresh schema: its times and CPU."""
+    import threading
+
+    from digests.store.schema import subscriptions
+    from tests.fixtures.store import postgres_schema
+    from tests.workerprocs import WorkerProcess, wait_for, worker_env
+
+    with postgres_schema(postgres, prefix="bench") as url, FeedServer() as feeds, \
+            tempfile.TemporaryDirectory() as tmp:  # fmt: skip
+        gate = threading.Event()
+        body = rss(rss_item(3))
+
+        def held() -> Iterator[bytes]:
+            gate.wait(timeout=300)
+            yield body
+
+        feed = feeds.route("/feed.xml", held, length=len(body))
+        store = Store.open(url)
+        store.ensure_show("PyTorch", feed, "pytorch/pytorch")
+        now = datetime.now(UTC)
+        per_team = channels // teams
+        with store.engine.begin() as conn:
+            conn.execute(sa.insert(subscriptions), [
+                {"team_id": f"T0B{n // per_team:03d}", "channel_id": f"C{n:09d}",
+                 "show": "PyTorch", "recap": False, "source": "slash", "created_at": now}
+                for n in range(channels)
+            ])  # fmt: skip
+        config = Path(tmp) / "d.toml"
+        config.write_text(
+            f'timezone = "UTC"\nthread_replies = false\n[[shows]]\nname = "PyTorch"\n'
+            f'feed = "{feed}"\n[schedule]\npoll_minutes = 60\njitter_seconds = 0\n'
+        )
+        env = worker_env(url, config, api_url, DEFAULT_TOKEN, SLACK_POST_INTERVAL="1")
+        procs = [WorkerProcess(env, f"w{n + 1}") for n in range(count)]
+        posted = sa.text("SELECT count(*) FROM deliveries WHERE state = 'posted'")
+        span = sa.text(
+            "SELECT max(ts::numeric) - min(ts::numeric) FROM deliveries WHERE state = 'posted'"
+        )
+        try:
+            assert wait_for(lambda: all(w.up for w in procs), timeout=120), procs[0].tail()
+            cpu0 = [_cpu_seconds(w.proc.pid) for w in procs]
+            fake0 = _cpu_seconds(fake_pid)
+            t = time.perf_counter()
+            gate.set()
+
+            def done() -> bool:
+                with store.engine.connect() as conn:
+                    return int(conn.execute(posted).scalar_one()) >= channels
+
+            assert wait_for(done, timeout=900, every=0.05)
+            wall = time.perf_counter() - t
+            cpu = sum(_cpu_seconds(w.proc.pid) - c for w, c in zip(procs, cpu0, strict=True))
+            fake_cpu = _cpu_seconds(fake_pid) - fake0
+            with store.engine.connect() as conn:
+                posts = float(conn.execute(span).scalar_one())
+        finally:
+            for w in procs:
+                w.stop()
+            store.close()
+    return {"wall": wall, "posts": posts, "cpu": cpu, "fake_cpu": fake_cpu}
+
+
+def workers_fan_out(postgres: str, workers: int, channels: int, teams: int, rounds: int) -> None:
+    defaults = Settings()
+    rate, bound, jobs = (
+        defaults.team_posts_per_second, defaults.delivery_concurrency,
+        defaults.worker_concurrency,
+    )  # fmt: skip
+    print(f"worker fan-out: 1 episode → {channels} channels in {teams} workspaces, "
+          f"{LATENCY * 1000:.0f} ms a call; each worker {jobs} jobs, {bound} calls in flight; "
+          f"{rate:g} posts/s per workspace")  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.slackfake", "--port", "0", "--latency", str(LATENCY)],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        api_url = proc.stdout.readline().strip()
+        results: dict[int, list[dict[str, float]]] = {1: [], workers: []}
+        for _ in range(rounds):
+            for count in results:
+                results[count].append(
+                    _workers_once(postgres, api_url, proc.pid, count, channels, teams)
+                )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    single = statistics.median(r["wall"] for r in results[1])
+    for count, runs in results.items():
+        wall = statistics.median(r["wall"] for r in runs)
+        posts = statistics.median(r["posts"] for r in runs)
+        cpu = statistics.median(r["cpu"] for r in runs)
+        fake_cpu = statistics.median(r["fake_cpu"] for r in runs)
+        by_bound = channels * LATENCY / (count * bound)
+        by_rate = channels / (min(count * jobs, teams) * rate) if rate else 0.0
+        ideal = max(by_bound, by_rate)
+        print(f"  {count} worker(s): {wall:6.2f} s poll → last post ({posts:.2f} s first → last "
+              f"post), median of {len(runs)}")  # fmt: skip
+        print(f"     ideal {ideal:6.2f} s (calls × latency ÷ {count * bound} = {by_bound:.2f} s; "
+              f"per-workspace rate: {by_rate:.2f} s); ratio {wall / ideal:.2f}× ideal, "
+              f"{single / wall:.2f}× faster than 1 worker")  # fmt: skip
+        print(f"     CPU: workers {cpu:.1f} s ({cpu / channels * 1000:.2f} ms a post), "
+              f"the Slack fake {fake_cpu:.1f} s")  # fmt: skip
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -357,9 +481,20 @@ async def main() -> None:
     parser.add_argument("--in-process", action="store_true", help="fakes in this process")
     parser.add_argument("--only", choices=("fan-out", "poll"), help="one of the two")
     parser.add_argument(
+        "--workers", type=int, metavar="N",
+        help="only the fan-out by 1 and by N digestbot workers (needs --postgres)",
+    )  # fmt: skip
+    parser.add_argument("--teams", type=int, default=50, help="workspaces (--workers)")
+    parser.add_argument(
         "--metrics", action="store_true", help="fan-out also with metrics counting (ratio)"
     )
     args = parser.parse_args()
+    if args.workers:
+        if not args.postgres:
+            parser.error("--workers needs --postgres")
+        channels = 5000 if args.channels == 1000 else args.channels  # its own default
+        workers_fan_out(args.postgres, args.workers, channels, args.teams, args.rounds)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         db = _Db(args.postgres, Path(tmp))
         try:
