@@ -87,6 +87,7 @@ _GROUPS: dict[str, str] = {
     "test_worker_kills.py": "real-processes",
     "test_worker_processes.py": "real-processes",
     "test_clock_polls.py": "real-processes",
+    "test_worker_scale.py": "real-processes",
 }
 
 
