@@ -66,6 +66,7 @@ pytest_plugins = [
     "tests.fixtures.poll",
     "tests.fixtures.github",
     "tests.fixtures.control",
+    "tests.workerprocs",
 ]
 
 # Tests that must have the machine to themselves (none at the moment).

@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -29,6 +28,7 @@ from digests.store.ledger import Ledger, LedgerRow
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item
 from tests.slackfake import SlackFake
+from tests.workerprocs import WorkerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "PyTorch:pytorch-2026-10-03"
@@ -206,41 +206,6 @@ def test_run_once_without_a_token_prints_then_prints_nothing_new(
     assert "0 posted" in second.stdout
 
 
-class Worker:
-    """A ``digestbot -v worker``, its log read as it comes (a full pipe would stall it)."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            WORKER, cwd=ROOT, env={**env, "WORKER_STALLED_SECONDS": STALLED},
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        self.pid = self.proc.pid
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line)
-
-    def jobs(self) -> set[str]:
-        """The deliver jobs (their owner names, ``job:<id>``) this worker has started."""
-        found = (re.search(r"(job:\d+) delivers", line) for line in list(self.lines))
-        return {m[1] for m in found if m}
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = self.proc.wait()
-        self._reader.join(timeout=10)
-        return code
-
-
 @pytest.mark.skipif(not os.environ.get("DIGESTBOT_TEST_POSTGRES_URL"), reason="needs PostgreSQL")
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 def test_two_workers_on_postgresql_post_each_digest_once(
@@ -251,7 +216,8 @@ def test_two_workers_on_postgresql_post_each_digest_once(
     env = env_for(db_url, write_config(tmp_path / "digestbot.toml", url, channels), slack_fake)
     slack_fake.latency = 0.05
 
-    workers = [Worker(env), Worker(env)]
+    stalled = {**env, "WORKER_STALLED_SECONDS": STALLED}
+    workers = [WorkerProcess(stalled), WorkerProcess(stalled)]
     try:
         assert wait_for(
             lambda: all(keys_in(slack_fake.messages(c)) for c in channels), timeout=90
@@ -285,7 +251,8 @@ def test_when_one_worker_dies_mid_fan_out_the_other_finishes_it(
     def ledger_now() -> list[LedgerRow]:
         return [r for r in Ledger.for_store(reader).all_rows() if r.kind == "episode"]
 
-    workers = {w.pid: w for w in (Worker(env), Worker(env))}
+    stalled = {**env, "WORKER_STALLED_SECONDS": STALLED}
+    workers = {w.pid: w for w in (WorkerProcess(stalled), WorkerProcess(stalled))}
     try:
         if not wait_for(lambda: top_level_posts(slack_fake) >= 20, timeout=60):
             pytest.fail(f"no fan-out: {[w.lines[-20:] for w in workers.values()]}")

@@ -15,12 +15,9 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
 import sys
-import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
@@ -36,6 +33,7 @@ from digests.store.schema import subscriptions
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import rss, rss_item
 from tests.slackfake import TEAM_ID, SlackFake
+from tests.workerprocs import WorkerProcess
 
 pytestmark = [
     pytest.mark.skipif(
@@ -165,63 +163,6 @@ def seed(world: World, feed: bytes, feed_url: str, due: datetime) -> None:
     if world.kind == "daily":
         episodes = build_episodes(parse_bytes(feed, feed_url), "PyTorch", "pytorch/pytorch")
         store.upsert_episodes(episodes, due - timedelta(hours=1))
-
-
-class WorkerProcess:
-    """A ``digestbot -v worker``, its log read as it comes (a full pipe would stall it)."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            WORKER,
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.pid = self.proc.pid
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line)
-
-    def logged(self, text: str) -> bool:
-        return any(text in line for line in list(self.lines))
-
-    def jobs(self) -> set[str]:
-        """The deliver jobs (``job:<id>``, their rows' owner) this worker has started."""
-        found = (re.search(r"(job:\d+) delivers", line) for line in list(self.lines))
-        return {m[1] for m in found if m}
-
-    def signal(self, sig: signal.Signals) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-
-    def stop(self) -> int:
-        self.signal(signal.SIGCONT)
-        self.signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = self.proc.wait()
-        self._reader.join(timeout=10)
-        return code
-
-
-@pytest.fixture
-def workers() -> Iterator[list[WorkerProcess]]:
-    started: list[WorkerProcess] = []
-    try:
-        yield started
-    finally:
-        for worker in started:
-            worker.stop()
 
 
 def freeze(world: World, victim: WorkerProcess) -> None:

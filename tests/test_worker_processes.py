@@ -9,14 +9,11 @@ The Slack fake and the feed server are real HTTP on 127.0.0.1. Waits poll with d
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +25,7 @@ from digests.store.ledger import Ledger, LedgerRow
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item
 from tests.slackfake import SlackFake
+from tests.workerprocs import WorkerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = [sys.executable, "-m", "bot", "-v", "worker"]
@@ -86,51 +84,6 @@ def wait_for(predicate: object, timeout: float) -> bool:
             return True
         time.sleep(0.02)
     return False
-
-
-class WorkerProcess:
-    """A ``digestbot -v worker``, its log read as it comes (a full pipe would stall it)."""
-
-    def __init__(self, env: dict[str, str], name: str) -> None:
-        self.proc = subprocess.Popen(
-            [*WORKER, "--name", name], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        self.name = name
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line)
-
-    def delivering(self) -> set[int]:
-        """The deliver jobs this worker has started (its log)."""
-        found = (re.search(r"job:(\d+) delivers", line) for line in list(self.lines))
-        return {int(m[1]) for m in found if m}
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = self.proc.wait()
-        self._reader.join(timeout=10)
-        return code
-
-
-@pytest.fixture
-def workers() -> Iterator[list[WorkerProcess]]:
-    started: list[WorkerProcess] = []
-    try:
-        yield started
-    finally:
-        for worker in started:
-            worker.stop()
 
 
 class World:

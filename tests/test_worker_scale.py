@@ -62,16 +62,6 @@ def timed_server() -> Iterator[TimedFeedServer]:
         yield server
 
 
-@pytest.fixture
-def workers() -> Iterator[list[WorkerProcess]]:
-    started: list[WorkerProcess] = []
-    try:
-        yield started
-    finally:
-        for worker in started:
-            worker.stop()
-
-
 def write_config(path: Path, lines: Iterable[str], *, poll_minutes: int = 60) -> Path:
     head = ['timezone = "UTC"', "thread_replies = false"]
     schedule = ["[schedule]", f"poll_minutes = {poll_minutes}", "jitter_seconds = 0"]

@@ -20,10 +20,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from tests.feedserver import FeedServer, RecordedRequest
@@ -33,6 +34,8 @@ WORKER = [sys.executable, "-m", "bot", "-v", "worker"]
 # procrastinate's line as a job starts: "Starting job poll[12](show='Show0001')".
 _STARTING = re.compile(r"Starting job (\w+)\[(\d+)\]\((.*)\)")
 STARTED = "worker started"
+# bot.jobs.tasks.deliver's line as a deliver job starts: "job:12 delivers …".
+_DELIVERS = re.compile(r"job:\d+ delivers")
 # bot.jobs.tasks.recover's line as it runs a stalled job again.
 _RETRIED = re.compile(r"job (\d+) \(\w+\) stalled with its worker")
 
@@ -62,12 +65,14 @@ def wait_for(predicate: Callable[[], object], timeout: float, every: float = 0.0
 class WorkerProcess:
     """A ``digestbot -v worker``, its log read as it comes."""
 
-    def __init__(self, env: dict[str, str], name: str) -> None:
+    def __init__(self, env: dict[str, str], name: str | None = None) -> None:
         self.name = name
         self.proc = subprocess.Popen(
-            [*WORKER, "--name", name], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            [*WORKER, "--name", name] if name else WORKER, cwd=ROOT, env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True,
         )  # fmt: skip
+        self.pid = self.proc.pid
         self.lines: list[str] = []
         self.read_at: list[float] = []  # when each line was read (time.monotonic)
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -78,6 +83,22 @@ class WorkerProcess:
         for line in self.proc.stderr:
             self.read_at.append(time.monotonic())
             self.lines.append(line)
+
+    def logged(self, text: str) -> bool:
+        return any(text in line for line in list(self.lines))
+
+    def jobs(self) -> set[str]:
+        """The deliver jobs this worker has started, as their rows' owner (``job:<id>``)."""
+        found = (_DELIVERS.search(line) for line in list(self.lines))
+        return {m[0].split()[0] for m in found if m}
+
+    def delivering(self) -> set[int]:
+        """The deliver jobs this worker has started, by id."""
+        return {int(owner.removeprefix("job:")) for owner in self.jobs()}
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
 
     @property
     def up(self) -> bool:
@@ -131,8 +152,8 @@ class WorkerProcess:
         self.proc.wait(timeout=10)
 
     def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        self.signal(signal.SIGCONT)  # a frozen worker cannot act on SIGTERM
+        self.signal(signal.SIGTERM)
         try:
             code = self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -153,6 +174,17 @@ def jobs(engine: sa.Engine, task: str | None = None) -> list[dict[str, Any]]:
         params["task"] = task
     with engine.connect() as conn:
         return [dict(r._mapping) for r in conn.execute(sa.text(query), params)]
+
+
+@pytest.fixture
+def workers() -> Iterator[list[WorkerProcess]]:
+    """Worker processes a test starts, stopped after it."""
+    started: list[WorkerProcess] = []
+    try:
+        yield started
+    finally:
+        for worker in started:
+            worker.stop()
 
 
 class TimedFeedServer(FeedServer):
