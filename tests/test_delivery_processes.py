@@ -28,7 +28,7 @@ from digests.store.ledger import Ledger, LedgerRow
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item
 from tests.slackfake import SlackFake
-from tests.workerprocs import WorkerProcess
+from tests.workerprocs import WorkerProcess, worker_env
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "PyTorch:pytorch-2026-10-03"
@@ -56,18 +56,9 @@ def write_config(path: Path, feed_url: str, channels: list[str]) -> Path:
 
 
 def env_for(db_url: str, config: Path, fake: SlackFake) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        DATABASE_URL=db_url,
-        DIGESTBOT_CONFIG=str(config),
-        SLACK_BOT_TOKEN=fake.token,
-        SLACK_API_URL=fake.api_url,
-        PYTHONPATH=str(ROOT),
-        # Slack's pace (the test run's default is none): a fan-out the tests kill must
-        # still be going on when they kill it.
-        SLACK_POST_INTERVAL="1",
-    )
-    return env
+    # Slack's pace (the test run's default is none): a fan-out the tests kill must still be
+    # going on when they kill it.
+    return worker_env(db_url, config, fake.api_url, fake.token, SLACK_POST_INTERVAL="1")
 
 
 def spawn(script: str | list[str], env: dict[str, str], *args: str) -> subprocess.Popen[str]:

@@ -33,7 +33,7 @@ from digests.store.schema import subscriptions
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import rss, rss_item
 from tests.slackfake import TEAM_ID, SlackFake
-from tests.workerprocs import WorkerProcess
+from tests.workerprocs import WorkerProcess, wait_for, worker_env
 
 pytestmark = [
     pytest.mark.skipif(
@@ -76,28 +76,10 @@ def write_config(path: Path, feed_url: str, due: datetime) -> Path:
 
 
 def env_for(db_url: str, config: Path, fake: SlackFake) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        DATABASE_URL=db_url,
-        DIGESTBOT_CONFIG=str(config),
-        SLACK_BOT_TOKEN=fake.token,
-        SLACK_API_URL=fake.api_url,
-        PYTHONPATH=str(ROOT),
-        SLACK_POST_INTERVAL="1",
-        WORKER_STALLED_SECONDS=str(STALLED),
-        TEAM_POSTS_PER_SECOND="0",
-    )
-    return env
-
-
-def wait_for(predicate: object, timeout: float) -> bool:
-    assert callable(predicate)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return False
+    return worker_env(
+        db_url, config, fake.api_url, fake.token,
+        SLACK_POST_INTERVAL="1", WORKER_STALLED_SECONDS=str(STALLED), TEAM_POSTS_PER_SECOND="0",
+    )  # fmt: skip
 
 
 def recent_feed(due: datetime) -> bytes:

@@ -25,7 +25,7 @@ from digests.store.ledger import Ledger, LedgerRow
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import keys_in, rss, rss_item
 from tests.slackfake import SlackFake
-from tests.workerprocs import WorkerProcess
+from tests.workerprocs import WorkerProcess, wait_for, worker_env
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = [sys.executable, "-m", "bot", "-v", "worker"]
@@ -59,31 +59,11 @@ def write_config(path: Path, feed_url: str) -> Path:
 
 
 def env_for(db_url: str, config: Path, fake: SlackFake, **extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        DATABASE_URL=db_url,
-        DIGESTBOT_CONFIG=str(config),
-        SLACK_BOT_TOKEN=fake.token,
-        SLACK_API_URL=fake.api_url,
-        PYTHONPATH=str(ROOT),
-        SLACK_POST_INTERVAL="1",
-        WORKER_STALLED_SECONDS=str(STALLED),
-        WORKER_CONCURRENCY="8",
-        DELIVERY_CONCURRENCY="20",
-        TEAM_POSTS_PER_SECOND="0",
-        **extra,
-    )
-    return env
-
-
-def wait_for(predicate: object, timeout: float) -> bool:
-    assert callable(predicate)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
+    return worker_env(
+        db_url, config, fake.api_url, fake.token,
+        SLACK_POST_INTERVAL="1", WORKER_STALLED_SECONDS=str(STALLED), WORKER_CONCURRENCY="8",
+        DELIVERY_CONCURRENCY="20", TEAM_POSTS_PER_SECOND="0", **extra,
+    )  # fmt: skip
 
 
 class World:
