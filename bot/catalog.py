@@ -11,6 +11,8 @@ addresses only, every hop) and its own size cap, never the config's ``allow_priv
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from config.settings import Settings, ShowConfig
 from digests.render.renderer import Renderer
 from digests.sources.added_feeds import policy as added_policy
@@ -36,6 +38,17 @@ def added_shows(settings: Settings, store: Store) -> list[AddedShow]:
     """The shows added from Slack, every workspace's (a name the config file also has —
     added before the file named it — is the file's)."""
     return [_config(r) for r in store.added_shows() if settings.show(r.name) is None]
+
+
+def polled_show(
+    file_shows: Mapping[str, ShowConfig], store: Store, name: str
+) -> ShowConfig | None:
+    """The show a poll job names (exactly, as dispatch wrote it): the config file's (by
+    name), else the one added from Slack — one row read, not every added show."""
+    config = file_shows.get(name)
+    if config is None and (row := store.added_show(name)) is not None:
+        config = _config(row)
+    return config
 
 
 def all_shows(settings: Settings, store: Store) -> list[ShowConfig]:
@@ -93,6 +106,7 @@ __all__ = [
     "feed_policy",
     "find_show",
     "live",
+    "polled_show",
     "show_names",
     "teach_repos",
 ]

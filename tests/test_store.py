@@ -466,6 +466,24 @@ def test_poll_states_read_every_show_at_once(store: Store) -> None:
     assert states["A"][0] == FetchState(etag="a", failures=2)
 
 
+def test_due_polls_are_the_shows_due_by_the_horizon_and_those_never_stored(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = datetime(2026, 10, 5, 18, 0, tzinfo=UTC)
+    for name, due in (("Soon", now + timedelta(seconds=30)), ("Later", now + timedelta(hours=1))):
+        store.ensure_show(name, f"https://example.test/{name}.xml", "pytorch/pytorch")
+        store.save_fetch_state(name, FetchState(next_poll_at=due))
+    store.ensure_show("Never", "https://example.test/n.xml", "pytorch/pytorch")
+    monkeypatch.setattr("digests.store.shows.chunks", lambda items: [items[:2], items[2:]])
+    names = ["Soon", "Later", "Never", "Unknown"]
+    assert store.due_polls(names, now + timedelta(minutes=1)) == {
+        "Soon": now + timedelta(seconds=30), "Never": None, "Unknown": None,
+    }  # fmt: skip
+    later = now + timedelta(hours=1)
+    assert store.due_polls(["Later"], now + timedelta(hours=2)) == {"Later": later}
+    assert store.due_polls([], now) == {}
+
+
 def test_save_polled_writes_each_state_unless_another_poll_did_meanwhile(store: Store) -> None:
     polled = datetime(2026, 10, 5, 18, 0, 1, 250000, tzinfo=timezone(timedelta(hours=5)))
     for name in ("A", "B", "C"):

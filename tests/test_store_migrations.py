@@ -51,7 +51,7 @@ def test_migrates_an_empty_database_to_head(db_url: str) -> None:
                 for u in sa.inspect(conn).get_unique_constraints("deliveries")
             }
         assert tables >= TABLES
-        assert current == head() == "0030"
+        assert current == head() == "0031"
         assert ("team_id", "channel_id", "kind", "key") in uniques
     finally:
         store.close()

@@ -134,6 +134,36 @@ async def test_dispatch_defers_one_poll_per_due_show_and_never_a_second(queue: Q
     assert polls[0]["args"] == {"show": "PyTorch"} and polls[0]["status"] == "todo"
 
 
+async def test_dispatch_skips_a_show_whose_poll_runs_and_defers_the_rest_in_batches(
+    queue: Queue, feed_server: FeedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A poll still running (its show's next poll not yet stored) gets no second one behind
+    it; the others go in batches, and a round that large refreshes the queue's statistics."""
+    shows = [
+        ShowConfig(name=f"Show{n}", feed=feed_server.route(f"/s{n}.xml", rss(rss_item(1))))
+        for n in range(5)
+    ]
+    settings = queue.rt.settings
+    queue.rt.settings = settings.model_copy(update={"shows": [*settings.shows, *shows]})
+    await poll_job(queue)
+    await stall(queue, queue.jobs("poll")[0]["id"])  # PyTorch's poll: running
+    monkeypatch.setattr(tasks, "ANALYZE_AFTER", 5)
+    monkeypatch.setattr(tasks, "DEFER_BATCH", 2)  # shows read and deferred two at a time
+    # ANALYZE sets the row count the planner reads (transactional, unlike pg_stat's).
+    table = "oid = 'procrastinate_jobs'::regclass"
+    counted = sa.text(f"SELECT reltuples FROM pg_class WHERE {table}")
+    with queue.rt.store.engine.begin() as conn:  # as never analysed
+        conn.execute(sa.text(f"UPDATE pg_class SET reltuples = -1 WHERE {table}"))
+    await queue.app.tasks["dispatch"].defer_async(timestamp=0)
+    await queue.drain(["periodic"])
+    polls = queue.jobs("poll")
+    assert sorted(p["args"]["show"] for p in polls) == ["PyTorch", *(s.name for s in shows)]
+    assert [p["status"] for p in polls if p["args"]["show"] == "PyTorch"] == ["doing"]
+    assert all(p["lock"] == p["queueing_lock"] == f"poll:{p['args']['show']}" for p in polls)
+    with queue.rt.store.engine.connect() as conn:
+        assert conn.execute(counted).scalar_one() >= len(shows) + 1
+
+
 async def test_a_poll_fans_out_per_team_and_each_channel_gets_one_digest(
     queue: Queue, store: Store, slack_fake: SlackFake, feed_server: FeedServer
 ) -> None:

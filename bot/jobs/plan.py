@@ -46,11 +46,13 @@ class PlanState:
 
 
 def active_subscriptions(
-    store: Store, show: str, stopped_teams: Iterable[str]
+    store: Store, show: str, stopped_teams: Iterable[str], team_id: str | None = None
 ) -> list[Subscription]:
-    """The show's subscriptions that may be posted to now."""
+    """The show's subscriptions (of ``team_id``'s channels only, when given) that may be
+    posted to now."""
     stopped = set(stopped_teams)
-    return [s for s in store.subscriptions(show=show) if not s.paused and s.team_id not in stopped]
+    subs = store.subscriptions(team_id=team_id, show=show)
+    return [s for s in subs if not s.paused and s.team_id not in stopped]
 
 
 def plan_state(

@@ -39,7 +39,7 @@ from procrastinate.jobs import Status
 from procrastinate.types import JSONValue
 
 from bot import logs
-from bot.catalog import live, teach_repos
+from bot.catalog import live, polled_show, teach_repos
 from bot.delivery.items import Delivery, DeliveryReport
 from bot.jobs.cycle import PollResult
 from bot.jobs.daily import daily_deliveries, recoverable_dailies
@@ -56,6 +56,7 @@ from bot.jobs.recap import (
 )
 from config.settings import Settings
 from digests.store import Store
+from digests.store.jobs import refresh_statistics, waiting_jobs
 from digests.store.ledger import LedgerRow, NewRow
 from digests.store.owners import PASSED, job_owner
 from digests.types import Ident, LedgerState
@@ -73,6 +74,10 @@ RECOVERED_KINDS = frozenset({"episode", "recap", "daily", "notice"})
 UNFINISHED = (LedgerState.PENDING, LedgerState.POSTING)
 # Finished jobs are kept this long (`digestbot jobs`, procrastinate's shell), then deleted.
 KEEP_HOURS = 24
+# Polls deferred in one statement; a dispatch deferring this many analyses the queue.
+DEFER_BATCH = 1000
+ANALYZE_AFTER = 500
+LOCKED = frozenset({"dispatch", "daily", "recap"})
 
 Batch = tuple[str, str, str | None]  # team, kind, show
 
@@ -179,40 +184,72 @@ def due_polls(
     """Every show (the config file's and those added from Slack) whose next poll comes
     before ``now + ahead``, with its time (None stored: now)."""
     shows = [s.name for s in live(settings, store).shows]
-    states = store.poll_states(shows)
-    out = []
-    for name in shows:
-        due = states[name][0].next_poll_at if name in states else None
-        when = now if due is None else max(due, now)
-        if when <= now + ahead:
-            out.append((name, when))
-    return out
+    return _due(store, shows, now, ahead)
+
+
+def _due(
+    store: Store, names: Sequence[str], now: datetime, ahead: timedelta
+) -> list[tuple[str, datetime]]:
+    due = store.due_polls(names, now + ahead)
+    return [(name, now if when is None else max(when, now)) for name, when in due.items()]
 
 
 async def dispatch(context: JobContext, timestamp: int) -> int:
+    """A ``poll`` job for every show due within the minute whose poll neither waits nor
+    runs, a batch of shows at a time (a worker holds one batch's jobs, however many shows
+    there are); the queue's statistics refreshed after a large round (migration 0031)."""
     rt = runtime(context)
-    now = rt.clock()
-    due = await asyncio.to_thread(due_polls, rt.settings, rt.store, now, timedelta(minutes=1))
+    now, engine = rt.clock(), rt.store.engine
+    names = await asyncio.to_thread(lambda: [s.name for s in live(rt.settings, rt.store).shows])
+
+    def due(part: Sequence[str]) -> list[tuple[str, datetime]]:
+        busy = waiting_jobs(engine, POLL, "show", part)
+        return [p for p in _due(rt.store, part, now, timedelta(minutes=1)) if p[0] not in busy]
+
     deferred = 0
-    for show, when in due:
-        job = context.app.tasks[POLL].configure(
+    for start in range(0, len(names), DEFER_BATCH):
+        part = names[start : start + DEFER_BATCH]
+        deferred += await _defer_polls(context.app, await asyncio.to_thread(due, part))
+    if deferred >= ANALYZE_AFTER:
+        await asyncio.to_thread(refresh_statistics, engine)
+    return deferred
+
+
+async def _defer_polls(app: App, polls: Sequence[tuple[str, datetime]]) -> int:
+    """The polls deferred in batches; a batch one of whose shows got a waiting poll
+    meanwhile (its ``queueing_lock``) deferred one by one instead."""
+    task = app.tasks[POLL]
+    jobs = [
+        task.configure(
             queueing_lock=f"poll:{show}", lock=f"poll:{show}", schedule_at=when
-        )
+        ).make_new_job(show=show)
+        for show, when in polls
+    ]
+    manager, deferred = app.job_manager, 0
+    for start in range(0, len(jobs), DEFER_BATCH):
+        chunk = jobs[start : start + DEFER_BATCH]
         try:
-            await job.defer_async(show=show)
-            deferred += 1
-        except AlreadyEnqueued:  # its poll is waiting already
-            pass
+            await manager.batch_defer_jobs_async(chunk)
+            deferred += len(chunk)
+        except AlreadyEnqueued:
+            for job in chunk:
+                with contextlib.suppress(AlreadyEnqueued):
+                    await manager.defer_job_async(job)
+                    deferred += 1
     return deferred
 
 
 async def poll(context: JobContext, show: str) -> str:
     logs.enter(show=show)  # each job runs as a task of its own
     rt = runtime(context)
-    settings = await asyncio.to_thread(live, rt.settings, rt.store)
-    config = next((s for s in settings.shows if s.name == show), None)
+    config = rt.file_shows.get(show) or await asyncio.to_thread(
+        polled_show, rt.file_shows, rt.store, show
+    )
     if config is None:
         return "removed"
+    settings = rt.settings
+    if show not in rt.file_shows:  # added from Slack: among the shows, as `live` has it
+        settings = settings.model_copy(update={"shows": [*settings.shows, config]})
 
     async def handed_on(items: Sequence[Delivery]) -> DeliveryReport:
         return await fan_out(context.app, rt, items)
@@ -245,8 +282,8 @@ def rebuild(rt: Runtime, team: str, kind: str, show: str | None, wanted: set[Ide
         channels = {channel for _, channel, _, _ in wanted}
         subs = [
             s
-            for s in active_subscriptions(store, show, rt.deliverer.stopped_teams)
-            if s.team_id == team and s.channel_id in channels
+            for s in active_subscriptions(store, show, rt.deliverer.stopped_teams, team)
+            if s.channel_id in channels
         ]
         if subs:
             state = plan_state(settings, store, rt.deliverer.ledger, show, subs)
@@ -414,4 +451,7 @@ def register(app: App, settings: Settings) -> None:
         (cleanup, "cleanup", "17 * * * *"),
     ]
     for fn, name, cron in periodic:
-        app.periodic(cron=cron, periodic_id=name)(task(fn, name, "periodic"))
+        # One dispatch, daily or recap runs at a time (its period and a worker's start may
+        # coincide); not recover, which retries a stalled job holding such a lock.
+        lock = name if name in LOCKED else None
+        app.periodic(cron=cron, periodic_id=name)(task(fn, name, "periodic", lock=lock))

@@ -27,7 +27,7 @@ from bot.jobs.ingest import parse_limit
 from bot.jobs.queue import make_app
 from bot.jobs.scheduler import wait_for_slack
 from bot.runtime import make_outbox, open_store, sync_config_channels_once, tokens_at_rest
-from config.settings import Settings
+from config.settings import Settings, ShowConfig
 from digests.render.renderer import Renderer
 from digests.sources.fetch import make_http_client
 from digests.store import Store
@@ -59,6 +59,10 @@ class Runtime:
     metrics: Metrics | None = None
     clock: Callable[[], datetime] = _utcnow
     recapped: set[tuple[int, int]] = field(default_factory=set)  # weeks fanned out here
+    file_shows: dict[str, ShowConfig] = field(default_factory=dict)  # the config file's, by name
+
+    def __post_init__(self) -> None:
+        self.file_shows = {s.name: s for s in self.settings.shows}
 
     @classmethod
     def of(

@@ -1,9 +1,10 @@
 """What ``digestbot worker``'s queue holds (PostgreSQL; procrastinate's tables, migration
 0029), for ``digestbot jobs`` and the metrics: jobs per queue and state, the oldest job
-waiting, and the shows whose poll is due."""
+waiting, and the shows whose poll is due; what the dispatch task reads and refreshes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -26,6 +27,10 @@ _COUNTS = sa.text(
     """
 )
 _WORKERS = sa.text("SELECT count(*) FROM procrastinate_workers")
+_WAITING = sa.text(
+    "SELECT DISTINCT args ->> :arg FROM procrastinate_jobs"
+    " WHERE task_name = :task AND status IN ('todo', 'doing') AND args ->> :arg IN :values"
+).bindparams(sa.bindparam("values", expanding=True))
 
 
 @dataclass(frozen=True)
@@ -58,3 +63,20 @@ def worker_count(engine: sa.Engine) -> int:
         return 0
     with wrap_exceptions("reading the job queue", safe_url(engine)), engine.connect() as conn:
         return int(conn.execute(_WORKERS).scalar_one())
+
+
+def waiting_jobs(engine: sa.Engine, task: str, arg: str, values: Sequence[str]) -> set[str]:
+    """Those of ``values`` that are the ``arg`` of a ``task`` job waiting or running (of
+    shows, those whose poll waits or runs)."""
+    if not values:
+        return set()
+    params = {"task": task, "arg": arg, "values": list(values)}
+    with wrap_exceptions("reading the job queue", safe_url(engine)), engine.connect() as conn:
+        return set(conn.execute(_WAITING, params).scalars())
+
+
+def refresh_statistics(engine: sa.Engine) -> None:
+    """The queue table's statistics made afresh (``ANALYZE``): after a batch that changed
+    much of it, before autovacuum gets to it (see migration 0031)."""
+    with wrap_exceptions("analysing the job queue", safe_url(engine)), engine.begin() as conn:
+        conn.execute(sa.text("ANALYZE procrastinate_jobs"))

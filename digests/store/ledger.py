@@ -47,6 +47,20 @@ __all__ = [
 ]
 
 
+_INDEX = ["team_id", "channel_id", "kind", "key"]
+_ENSURE = {
+    "postgresql": postgresql.insert(deliveries).on_conflict_do_nothing(index_elements=_INDEX),
+    "sqlite": sqlite.insert(deliveries).on_conflict_do_nothing(index_elements=_INDEX),
+}
+
+
+def _dialect(conn: sa.Connection) -> str:
+    name = conn.dialect.name
+    if name not in _ENSURE:  # pragma: no cover - only the two supported backends
+        raise StoreError(f"delivery ledger: unsupported database {name}")
+    return name
+
+
 @dataclass(frozen=True)
 class LedgerRow:
     id: int
@@ -282,18 +296,9 @@ class Ledger:
                 }
                 for r in rows
             ]
-            index = ["team_id", "channel_id", "kind", "key"]
-            dialect = conn.dialect.name
-            for start in range(0, len(values), 500):
-                chunk = values[start : start + 500]
-                if dialect == "postgresql":
-                    pg = postgresql.insert(deliveries).values(chunk)
-                    conn.execute(pg.on_conflict_do_nothing(index_elements=index))
-                elif dialect == "sqlite":
-                    lite = sqlite.insert(deliveries).values(chunk)
-                    conn.execute(lite.on_conflict_do_nothing(index_elements=index))
-                else:  # pragma: no cover - only the two supported backends
-                    raise StoreError(f"delivery ledger: unsupported database {dialect}")
+            # One statement for every batch (cached once compiled); SQLAlchemy sends the
+            # rows as multi-row VALUES ("insertmanyvalues").
+            conn.execute(_ENSURE[_dialect(conn)], values)
 
     def claim(self, conn: sa.Connection, row: LedgerRow, owner: str, now: datetime) -> bool:
         """Take ``row`` as it was read; False when someone changed or claimed it since.

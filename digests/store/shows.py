@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import sqlalchemy as sa
 
-from digests.store.database import Database, chunks
+from digests.store.database import Database, aware, chunks
 from digests.store.schema import deliveries, episode_versions, shows, subscriptions
 from digests.types import FetchState, PlanInputs
 
@@ -51,6 +51,13 @@ def _poll_state_query() -> sa.Select[Any]:
 # (SQLAlchemy memoizes the key on the statement object).
 _POLL_STATE = _poll_state_query().where(shows.c.name == sa.bindparam("show"))
 _POLL_STATES = _poll_state_query().where(shows.c.name.in_(sa.bindparam("shows", expanding=True)))
+_NAMED = shows.c.name.in_(sa.bindparam("shows", expanding=True))
+_DUE = sa.select(shows.c.name, shows.c.next_poll_at).where(
+    _NAMED,
+    sa.or_(shows.c.next_poll_at.is_(None), shows.c.next_poll_at <= sa.bindparam("horizon")),
+)
+_KNOWN = sa.select(sa.func.count()).select_from(shows).where(_NAMED)
+_NAMES = sa.select(shows.c.name).where(_NAMED)
 _FETCH_VALUES = {c.name: sa.bindparam(f"new_{c.name}", type_=c.type) for c in _FETCH_COLUMNS}
 _SAVE_FETCH_STATE = (
     sa.update(shows).where(shows.c.name == sa.bindparam("show")).values(_FETCH_VALUES)
@@ -161,6 +168,10 @@ def feed_key(feed: str) -> str:
     return f"{head.lower()}{sep}{host.lower()}{slash}{path}".rstrip("/")
 
 
+def _added(r: Any) -> AddedShow:
+    return AddedShow(r.name, r.feed, r.repo, r.team_id or "", r.added_by or "", r.added_at)
+
+
 class ShowsMixin:
     """The ``shows`` aggregate of :class:`digests.store.Store`."""
 
@@ -207,6 +218,22 @@ class ShowsMixin:
                 for row in conn.execute(_POLL_STATES, {"shows": list(part)})
             ]
         return {row.name: _poll_row(row) for row in rows}
+
+    def due_polls(self, names: Sequence[str], horizon: datetime) -> dict[str, datetime | None]:
+        """The shows of ``names`` whose next poll comes by ``horizon``, with its time (None:
+        never set, or a show with no row yet: due now). Reads the due ones only, and the
+        names of a chunk only when some of them have no row."""
+        horizon = aware(horizon, "horizon")
+        due: dict[str, datetime | None] = {}
+        with self._db.transaction("reading the polls due", write=False) as conn:
+            for part in chunks(sorted(set(names))):
+                params = {"shows": list(part)}
+                for name, when in conn.execute(_DUE, {**params, "horizon": horizon}):
+                    due[name] = when
+                if conn.execute(_KNOWN, params).scalar_one() < len(part):
+                    known = set(conn.execute(_NAMES, params).scalars())
+                    due.update((name, None) for name in part if name not in known)
+        return due
 
     def mark_quiet(self, show: str, key: str | None) -> None:
         """Remember the key of inputs under which a plan of the show found nothing due
@@ -256,11 +283,14 @@ class ShowsMixin:
         if team_id is not None:
             stmt = stmt.where(shows.c.team_id == team_id)
         with self._db.transaction("reading shows added from Slack", write=False) as conn:
-            rows = conn.execute(stmt).all()
-        return [
-            AddedShow(r.name, r.feed, r.repo, r.team_id or "", r.added_by or "", r.added_at)
-            for r in rows
-        ]
+            return [_added(r) for r in conn.execute(stmt)]
+
+    def added_show(self, name: str) -> AddedShow | None:
+        """The show added from Slack called exactly ``name``, if any."""
+        stmt = sa.select(shows).where(shows.c.source == "slack", shows.c.name == name)
+        with self._db.transaction("reading a show added from Slack", write=False) as conn:
+            row = conn.execute(stmt).first()
+        return None if row is None else _added(row)
 
     def add_show(
         self,
