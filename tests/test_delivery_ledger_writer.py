@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from digests.errors import StoreError
 from digests.store import Store
@@ -73,3 +74,35 @@ async def test_one_failing_operation_does_not_sink_its_neighbours(store: Store) 
     assert count == 2
     with pytest.raises(RuntimeError):  # closed: no more work is taken
         await writer.call(lambda: None)
+
+
+async def test_claims_queued_together_are_one_statement_and_only_one_wins_a_row(
+    store: Store,
+) -> None:
+    """A fan-out claims a row per channel at once: one statement for all of them, each row
+    taken only as it was read (compare and set), and of two claims of one row the first."""
+    ledger = Ledger.for_store(store)
+    rows = [NewRow("T1", f"C{n}", "episode", "PyTorch:g1", "h") for n in range(40)]
+    ledger.run(lambda conn: ledger.ensure(conn, rows, NOW))
+    read = sorted(ledger.all_rows(), key=lambda r: r.channel_id)
+    stale = read[0]
+    ledger.run(lambda conn: ledger.claim(conn, stale, "someone-else", NOW))  # since we read it
+    statements: list[str] = []
+    sa.event.listen(ledger.engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    writer = LedgerWriter(ledger)
+    try:
+        won = await asyncio.gather(
+            *(writer.claim(row, "me", NOW) for row in read),
+            writer.claim(read[1], "me-again", NOW),  # a second claim of a row in the batch
+        )
+    finally:
+        writer.close()
+    assert won == [False, *[True] * (len(read) - 1), False]
+    owners = {r.channel_id: r.owner for r in ledger.all_rows()}
+    assert owners[stale.channel_id] == "someone-else"
+    assert all(owners[r.channel_id] == "me" for r in read[1:])
+    assert {r.state for r in ledger.all_rows()} == {"posting"}
+    assert {r.attempts for r in ledger.all_rows()} == {1}
+    updates = [s for s in statements if s.lstrip().upper().startswith("UPDATE")]
+    if ledger.is_postgres:  # SQLite (one process, no round trips) claims one by one
+        assert len(updates) <= 2, updates  # the first claim may go out alone

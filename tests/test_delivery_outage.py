@@ -48,8 +48,18 @@ class Outage:
                 raise StoreError("cannot claim a delivery: server closed the connection")
             return real(ledger, *args, **kwargs)
 
+        real_many = Ledger.claim_many
+
+        def claim_many(ledger: Ledger, conn: Any, wanted: Any) -> list[bool]:
+            if ledger.is_postgres:  # one statement for the group (SQLite: `claim` each)
+                self.count += len(wanted)
+                if self.down:
+                    raise StoreError("cannot claim deliveries: server closed the connection")
+            return real_many(ledger, conn, wanted)
+
         self.claims = claims
         monkeypatch.setattr(Ledger, "claim", claim)
+        monkeypatch.setattr(Ledger, "claim_many", claim_many)
 
     @property
     def down(self) -> bool:

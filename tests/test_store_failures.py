@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from digests.errors import StoreError
 from digests.models import Episode
 from digests.store import Store
-from digests.store.ledger import Ledger, LedgerRow, NewRow
+from digests.store.ledger import Claim, Ledger, LedgerRow, NewRow
 from digests.store.pr_details import PrDetailsStore
 from digests.store.transcripts import TranscriptStore
 from digests.types import (
@@ -69,6 +69,7 @@ STORE_CALLS: dict[str, StoreCall] = {
     "ensure_show": lambda s: s.ensure_show("PyTorch", "https://a.test/feed", "o/r"),
     "fetch_state": lambda s: s.fetch_state("PyTorch"),
     "added_shows": lambda s: s.added_shows(),
+    "added_show": lambda s: s.added_show("PyTorch"),
     "add_show": lambda s: s.add_show(
         "T1", "JAX", "https://a.test/jax", "o/r", added_by="U1", now=NOW, limit=5
     ),
@@ -76,6 +77,7 @@ STORE_CALLS: dict[str, StoreCall] = {
     "save_fetch_state": lambda s: s.save_fetch_state("PyTorch", FetchState(failures=1)),
     "poll_state": lambda s: s.poll_state("PyTorch"),
     "poll_states": lambda s: s.poll_states(["PyTorch"]),
+    "due_polls": lambda s: s.due_polls(["PyTorch"], NOW),
     "save_polled": lambda s: s.save_polled([("PyTorch", FetchState(), FetchState(failures=1))]),
     "mark_quiet": lambda s: s.mark_quiet("PyTorch", "key"),
     "state_for_update": lambda s: s.state_for_update([EPISODE]),
@@ -130,10 +132,11 @@ LEDGER_CALLS: dict[str, LedgerCall] = {
         conn, [NewRow("T1", "C1", "episode", "PyTorch:g1", show="PyTorch")], NOW, "me"
     ),
     "claim": lambda ledger, conn: ledger.claim(conn, ROW, "me", NOW),
+    "claim_many": lambda ledger, conn: ledger.claim_many(conn, [Claim(ROW, "me", NOW)]),
     "mark": lambda ledger, conn: ledger.mark(conn, 1, "me", NOW, state=LedgerState.POSTED),
     "owner_alive": lambda ledger, _: ledger.owner_alive("job:1"),
     "alive": lambda ledger, _: ledger.alive(["job:1", "elsewhere:1:x"]),
-    "adopt": lambda ledger, conn: ledger.adopt(conn, [1], "job:2", NOW),
+    "adopt": lambda ledger, conn: ledger.adopt(conn, [("T1", "C1", "episode", "k")], "job:2", NOW),
     "orphans": lambda ledger, _: ledger.orphans("me", lambda _ident: False),
     "unfinished_shows": lambda ledger, _: ledger.unfinished_shows(),
     "unfinished": lambda ledger, _: ledger.unfinished("daily", "catch-up:"),

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from procrastinate import App
 from procrastinate.exceptions import AlreadyEnqueued
 
-from bot.jobs import tasks
+from bot.jobs import fanout, tasks
 from bot.jobs.queue import make_app
 from bot.jobs.worker import Runtime
 from config.settings import ScheduleConfig, Settings, ShowConfig
@@ -203,7 +203,7 @@ async def test_fan_out_records_pending_rows_under_the_job_and_defers_nothing_twi
         queue.rt, TEAMS[0], "episode", "PyTorch", {r.ident for r in rows if r.team_id == TEAMS[0]}
     )
     assert len(items) == 3
-    await tasks.fan_out(queue.app, queue.rt, items)
+    await fanout.fan_out(queue.app, queue.rt, items)
     assert len(queue.jobs("deliver")) == len(TEAMS)
 
 
@@ -296,7 +296,7 @@ async def test_rows_no_longer_wanted_are_passed_over_not_recovered_for_ever(
     # Subscribed again: the next plan offers the row, and it is delivered once.
     store.subscribe(TEAMS[0], "C00000", "PyTorch", recap=False)
     items = tasks.rebuild(queue.rt, TEAMS[0], "episode", "PyTorch", {rows[TEAMS[0]].ident})
-    await tasks.fan_out(queue.app, queue.rt, items)
+    await fanout.fan_out(queue.app, queue.rt, items)
     await queue.drain()
     assert keys_in(slack_fake.messages("C00000")) == [rows[TEAMS[0]].key]
 

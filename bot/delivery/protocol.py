@@ -329,7 +329,7 @@ class ExactlyOnce:
     # -- the ledger ---------------------------------------------------------------------
     async def _claim(self, row: LedgerRow) -> bool:
         now = self.clock()
-        return await self.writer.run(lambda c: self.ledger.claim(c, row, self.owner, now))
+        return await self.writer.claim(row, self.owner, now)
 
     async def _mark(self, row: LedgerRow, *, state: str | None = None, **values: object) -> None:
         now = self.clock()

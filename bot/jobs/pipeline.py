@@ -82,7 +82,7 @@ FETCH_CONCURRENCY = 16
 PG_CONCURRENCY = 5
 
 # Where a cycle's digests go: the deliverer itself, or (``digestbot worker``) jobs that
-# any worker delivers (``bot.jobs.tasks.fan_out``).
+# any worker delivers (``bot.jobs.fanout.fan_out``).
 FanOut = Callable[[Sequence[Delivery]], Awaitable[DeliveryReport]]
 
 

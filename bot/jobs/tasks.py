@@ -5,12 +5,8 @@
   per show (``queueing_lock``) and one runs (``lock``): polls never pile up or overlap.
 - ``poll``: one show through the pipeline's phases (``bot.jobs.pipeline.run_once``, the
   same code as ``run --once`` and the clock), its notices and follow DMs delivered here,
-  its digests handed to :func:`fan_out`.
-- :func:`fan_out`: the items as ``deliver`` jobs, per workspace and at most ``BATCH``
-  channels each, their ledger rows recorded ``pending`` under the job (``job:<id>``).
-  Every job of one workspace shares the lock ``team:<id>``: they run one at a time, in
-  the order they were deferred — a channel's digests keep their order, and one worker at a
-  time paces the workspace (``TEAM_POSTS_PER_SECOND``).
+  its digests handed to :func:`bot.jobs.fanout.fan_out`: ``deliver`` jobs per workspace
+  (one at a time per workspace, in order: ``TEAM_POSTS_PER_SECOND`` paced by one worker).
 - ``deliver``: its items made again from the plan (as the recovery always has: episodes
   by their show's decision, recaps and daily digests by their jobs) and delivered through
   the ledger's protocol. A retried job (its worker died) has the same id, so it finds
@@ -29,14 +25,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from procrastinate import App, JobContext, RetryStrategy
 from procrastinate.exceptions import AlreadyEnqueued, ConnectorException
 from procrastinate.jobs import Status
-from procrastinate.types import JSONValue
 
 from bot import logs
 from bot.catalog import live, polled_show, teach_repos
@@ -44,6 +39,7 @@ from bot.delivery.items import Delivery, DeliveryReport
 from bot.jobs.cycle import PollResult
 from bot.jobs.daily import daily_deliveries, recoverable_dailies
 from bot.jobs.enrichment import enrich_shows
+from bot.jobs.fanout import DELIVER, UNFINISHED, defer_deliveries, fan_out
 from bot.jobs.follows import recoverable_dms
 from bot.jobs.pipeline import plan_show, run_once
 from bot.jobs.plan import active_subscriptions, decide_due, in_date_order, plan_state, render_due
@@ -57,29 +53,23 @@ from bot.jobs.recap import (
 from config.settings import Settings
 from digests.store import Store
 from digests.store.jobs import refresh_statistics, waiting_jobs
-from digests.store.ledger import LedgerRow, NewRow
 from digests.store.owners import PASSED, job_owner
-from digests.types import Ident, LedgerState
+from digests.types import Ident
 
 if TYPE_CHECKING:
     from bot.jobs.worker import Runtime
 
 log = logging.getLogger(__name__)
 
-POLL, DELIVER, ENRICH = "poll", "deliver", "enrich"
-# Channels one deliver job holds at most: a retried job redoes at most this many.
-BATCH = 200
+POLL, ENRICH = "poll", "enrich"
 # The kinds recovery makes again (a feed notice is made again by the show's next poll).
 RECOVERED_KINDS = frozenset({"episode", "recap", "daily", "notice"})
-UNFINISHED = (LedgerState.PENDING, LedgerState.POSTING)
 # Finished jobs are kept this long (`digestbot jobs`, procrastinate's shell), then deleted.
 KEEP_HOURS = 24
 # Polls deferred in one statement; a dispatch deferring this many analyses the queue.
 DEFER_BATCH = 1000
 ANALYZE_AFTER = 500
 LOCKED = frozenset({"dispatch", "daily", "recap"})
-
-Batch = tuple[str, str, str | None]  # team, kind, show
 
 
 def runtime(context: JobContext) -> Runtime:
@@ -90,89 +80,6 @@ def runtime(context: JobContext) -> Runtime:
 def _owner(context: JobContext) -> str:
     assert context.job.id is not None
     return job_owner(context.job.id)
-
-
-# -- fanning out ----------------------------------------------------------------------------
-
-
-def _batches(idents: Iterable[tuple[Ident, str | None]]) -> list[tuple[Batch, list[Ident]]]:
-    """Idents grouped per (team, kind, show), a channel's all in one batch, in their order;
-    at most ``BATCH`` channels a batch."""
-    groups: dict[Batch, dict[str, list[Ident]]] = {}
-    for ident, show in idents:
-        team, channel, kind, _ = ident
-        groups.setdefault((team, kind, show), {}).setdefault(channel, []).append(ident)
-    out: list[tuple[Batch, list[Ident]]] = []
-    for batch, channels in groups.items():
-        chans = list(channels.values())
-        for start in range(0, len(chans), BATCH):
-            out.append((batch, [i for chan in chans[start : start + BATCH] for i in chan]))
-    return out
-
-
-async def _defer_deliveries(
-    app: App,
-    rt: Runtime,
-    idents: Sequence[tuple[Ident, str | None]],
-    rows: dict[Ident, LedgerRow],
-    new: dict[Ident, NewRow],
-) -> int:
-    """A ``deliver`` job per batch, then its rows recorded: new ones ``pending`` under the
-    job, unfinished ones whose owner is gone handed to it. Returns the jobs deferred."""
-    ledger = rt.deliverer.ledger
-    jobs = 0
-    for (team, kind, show), batch in _batches(idents):
-        keys: list[JSONValue] = [[channel, key] for _, channel, _, key in batch]
-        job_id = await app.tasks[DELIVER].configure(lock=f"team:{team}").defer_async(
-            team=team, kind=kind, show=show, keys=keys
-        )
-        jobs += 1
-        owner, now = job_owner(job_id), rt.clock()
-        fresh = [new[i] for i in batch if i in new]
-        taken = [rows[i].id for i in batch if i in rows and rows[i].state in UNFINISHED]
-
-        def record(fresh: list[NewRow] = fresh, taken: list[int] = taken, owner: str = owner,
-                   now: datetime = now) -> None:  # fmt: skip
-            def work(conn: Any) -> None:
-                ledger.ensure(conn, fresh, now, owner)
-                ledger.adopt(conn, taken, owner, now)
-
-            ledger.run(work)
-
-        await asyncio.to_thread(record)
-    return jobs
-
-
-async def fan_out(app: App, rt: Runtime, items: Sequence[Delivery]) -> DeliveryReport:
-    """``items`` as ``deliver`` jobs (see the module docstring). An item whose row a live
-    job holds already is left to it: a plan run again (the next poll, the daily check
-    every minute) defers nothing twice."""
-    if not items:
-        return DeliveryReport()
-    ledger = rt.deliverer.ledger
-    unique = {i.ident: i for i in items}
-    idents = list(unique)
-
-    def read() -> tuple[dict[Ident, LedgerRow], set[str]]:
-        rows = ledger.run(lambda conn: ledger.rows(conn, idents))
-        owners = {r.owner for r in rows.values() if r.state in UNFINISHED}
-        return rows, ledger.alive(owners)
-
-    rows, alive = await asyncio.to_thread(read)
-    wanted = [
-        (ident, item.metadata.get("show"))
-        for ident, item in unique.items()
-        if not ((r := rows.get(ident)) and r.state in UNFINISHED and r.owner in alive)
-    ]
-    new = {
-        ident: NewRow(*ident, unique[ident].content_hash, show)
-        for ident, show in wanted
-        if ident not in rows
-    }
-    jobs = await _defer_deliveries(app, rt, wanted, rows, new)
-    if jobs:
-        log.info("%d deliveries in %d jobs", len(wanted), jobs)
-    return DeliveryReport()
 
 
 # -- the tasks ------------------------------------------------------------------------------
@@ -252,7 +159,7 @@ async def poll(context: JobContext, show: str) -> str:
         settings = settings.model_copy(update={"shows": [*settings.shows, config]})
 
     async def handed_on(items: Sequence[Delivery]) -> DeliveryReport:
-        return await fan_out(context.app, rt, items)
+        return await fan_out(context.app, rt, items, _owner(context))
 
     report = await run_once(
         settings, rt.store, rt.outbox, rt.http_client, rt.clock(),
@@ -322,7 +229,7 @@ def _pass_over(rt: Runtime, idents: set[Ident], owner: str) -> None:
 
     def work(conn: Any) -> None:
         rows = ledger.rows(conn, sorted(idents))
-        mine = [r.id for r in rows.values() if r.owner == owner and r.state in UNFINISHED]
+        mine = [r.ident for r in rows.values() if r.owner == owner and r.state in UNFINISHED]
         ledger.adopt(conn, mine, PASSED + owner, now)
 
     ledger.run(work)
@@ -333,7 +240,7 @@ async def daily(context: JobContext, timestamp: int) -> int:
     items = await asyncio.to_thread(
         daily_deliveries, rt.settings, rt.store, rt.deliverer, rt.renderer, rt.clock()
     )
-    await fan_out(context.app, rt, items)
+    await fan_out(context.app, rt, items, _owner(context))
     return len(items)
 
 
@@ -353,7 +260,7 @@ async def recap(context: JobContext, timestamp: int) -> int:
             subscribed_by=due, now=now,
         )
     )  # fmt: skip
-    await fan_out(context.app, rt, items)
+    await fan_out(context.app, rt, items, _owner(context))
     rt.recapped.add(week)
     return len(items)
 
@@ -377,7 +284,7 @@ async def enrich(context: JobContext, repo: str) -> int:
             plan_show, settings, rt.store, ledger, rt.renderer, unchanged, stopped
         )
         items += plan.items
-    await fan_out(context.app, rt, in_date_order(items))
+    await fan_out(context.app, rt, in_date_order(items), _owner(context))
     return len(items)
 
 
@@ -404,11 +311,8 @@ async def recover(context: JobContext, timestamp: int) -> int:
     left = [r for r in rows if r.kind in RECOVERED_KINDS and (r.kind != "episode" or r.show)]
     if left:
         log.info("recovering %d unfinished deliveries nobody owns", len(left))
-        by_ident = {r.ident: r for r in left}
-        await _defer_deliveries(
-            context.app, rt, [(r.ident, r.show if r.kind == "episode" else None) for r in left],
-            by_ident, {},
-        )  # fmt: skip
+        idents = [(r.ident, r.show if r.kind == "episode" else None) for r in left]
+        await defer_deliveries(context.app, rt, idents, {})
     return len(left)
 
 

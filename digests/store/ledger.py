@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from digests.errors import StoreError
-from digests.store.database import LiveOwners, safe_url, wrap_exceptions
+from digests.store.database import LiveOwners, aware, chunks, safe_url, wrap_exceptions
 from digests.store.owners import PASSED, live_jobs, process_alive
 from digests.store.schema import deliveries
 from digests.types import Ident, LedgerEntry, LedgerState
@@ -38,13 +38,7 @@ T = TypeVar("T")
 # never query it themselves, so SQL stays inside the store package.
 Transaction = sa.Connection
 
-__all__ = [
-    "Ident",
-    "Ledger",
-    "LedgerRow",
-    "NewRow",
-    "Transaction",
-]
+__all__ = ["Claim", "Ident", "Ledger", "LedgerRow", "NewRow", "Transaction"]
 
 
 _INDEX = ["team_id", "channel_id", "kind", "key"]
@@ -54,11 +48,24 @@ _ENSURE = {
 }
 
 
-def _dialect(conn: sa.Connection) -> str:
-    name = conn.dialect.name
-    if name not in _ENSURE:  # pragma: no cover - only the two supported backends
-        raise StoreError(f"delivery ledger: unsupported database {name}")
-    return name
+# Claims of one group commit in one statement (PostgreSQL): each row taken as it was read.
+_CLAIM_MANY = sa.text(
+    "UPDATE deliveries AS d SET state = 'posting', owner = v.owner, claimed_at = v.claimed_at,"
+    " attempts = d.attempts + 1, updated_at = v.now FROM unnest(CAST(:ids AS integer[]),"
+    " CAST(:states AS text[]), CAST(:attempts AS integer[]), CAST(:owners AS text[]),"
+    " CAST(:claimed AS timestamptz[]), CAST(:nows AS timestamptz[]))"
+    " AS v(id, state, attempts, owner, claimed_at, now)"
+    " WHERE d.id = v.id AND d.state = v.state AND d.attempts = v.attempts RETURNING d.id"
+)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A deliverer (``owner``) about to take ``row`` as it read it (:meth:`Ledger.claim`)."""
+
+    row: LedgerRow
+    owner: str
+    now: datetime
 
 
 @dataclass(frozen=True)
@@ -115,6 +122,13 @@ def _row(r: sa.Row[object]) -> LedgerRow:
         show=m["show"],
         edited_at=m["edited_at"],
     )
+
+
+def _claimed_at(row: LedgerRow, now: datetime) -> datetime:
+    # Taking over a ``posting`` row keeps its ``claimed_at`` (see :meth:`Ledger.claim`).
+    if row.state == LedgerState.POSTING and row.claimed_at is not None:
+        return row.claimed_at
+    return now
 
 
 class Ledger:
@@ -298,7 +312,7 @@ class Ledger:
             ]
             # One statement for every batch (cached once compiled); SQLAlchemy sends the
             # rows as multi-row VALUES ("insertmanyvalues").
-            conn.execute(_ENSURE[_dialect(conn)], values)
+            conn.execute(_ENSURE[conn.dialect.name], values)  # the store's two backends
 
     def claim(self, conn: sa.Connection, row: LedgerRow, owner: str, now: datetime) -> bool:
         """Take ``row`` as it was read; False when someone changed or claimed it since.
@@ -308,8 +322,7 @@ class Ledger:
         recoveries failed in between.
         """
         with self._errors("claiming a delivery"):
-            taken_over = row.state == LedgerState.POSTING and row.claimed_at is not None
-            claimed_at = row.claimed_at if taken_over and row.claimed_at else now
+            claimed_at = _claimed_at(row, now)
             result = conn.execute(
                 sa.update(deliveries)
                 .where(
@@ -326,6 +339,23 @@ class Ledger:
                 )
             )
             return result.rowcount == 1
+
+    def claim_many(self, conn: sa.Connection, claims: Sequence[Claim]) -> list[bool]:
+        """:meth:`claim` of each, in one statement on PostgreSQL; of two claims of one row
+        only the first can win, as one after the other."""
+        if not self.is_postgres:
+            return [self.claim(conn, c.row, c.owner, c.now) for c in claims]
+        first = list({c.row.id: c for c in reversed(claims)}.values())
+        params: dict[str, list[Any]] = {
+            "ids": [c.row.id for c in first], "states": [c.row.state for c in first],
+            "attempts": [c.row.attempts for c in first], "owners": [c.owner for c in first],
+            "claimed": [_claimed_at(c.row, c.now) for c in first],
+            "nows": [aware(c.now, "now") for c in first],
+        }  # fmt: skip
+        with self._errors("claiming deliveries"):
+            taken = set(conn.execute(_CLAIM_MANY, params).scalars()) if first else set()
+        winners = {id(c) for c in first if c.row.id in taken}
+        return [id(c) in winners for c in claims]
 
     def mark(
         self,
@@ -363,20 +393,26 @@ class Ledger:
         jobs = self.run(lambda conn: live_jobs(conn, named)) if self.is_postgres else set()
         return here | jobs | {o for o in named - here - jobs if process_alive(o)}
 
-    def adopt(self, conn: sa.Connection, ids: Sequence[int], owner: str, now: datetime) -> None:
+    def adopt(
+        self, conn: sa.Connection, idents: Sequence[Ident], owner: str, now: datetime
+    ) -> None:
         """Unfinished rows whose owner is gone handed to ``owner`` (a job about to deliver
         them, or ``passed:…`` for rows it found no longer wanted): a ``posting`` one stays
         ``posting``, so its new owner looks in the channel before posting it again."""
-        if not ids:
-            return
         unfinished = deliveries.c.state.in_((LedgerState.PENDING, LedgerState.POSTING))
+        groups: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for team, channel, kind, key in idents:
+            groups.setdefault((team, kind), []).append((channel, key))
+        pair = sa.tuple_(deliveries.c.channel_id, deliveries.c.key)
         with self._errors("handing deliveries over"):
-            for start in range(0, len(ids), 500):
-                conn.execute(
-                    sa.update(deliveries)
-                    .where(deliveries.c.id.in_(ids[start : start + 500]), unfinished)
-                    .values(owner=owner, updated_at=now)
-                )
+            for (team, kind), pairs in groups.items():
+                for part in chunks(pairs):
+                    where = (deliveries.c.team_id == team, deliveries.c.kind == kind)
+                    conn.execute(
+                        sa.update(deliveries)
+                        .where(*where, pair.in_(part), unfinished)
+                        .values(owner=owner, updated_at=now)
+                    )
 
     def orphans(self, me: str, active: Callable[[Ident], bool]) -> list[LedgerRow]:
         """Unfinished rows nobody is working on: the recovery's to-do list.

@@ -4,8 +4,9 @@ A fan-out makes thousands of small ledger writes (claim, ``ts``, ``posted``). Ea
 transaction would make the database the bottleneck, and each on the event loop would stall
 it; here they run on one thread, and operations queued while a transaction is running all
 go into the next one, so the number of commits stays near the number of round trips, not
-of posts. Reads and probes that need the same thread (the owner lock lives there) go
-through :meth:`LedgerWriter.call`.
+of posts. Claims queued together are one statement (:meth:`Ledger.claim_many`): a fan-out
+starts by claiming a row for every channel it holds at once. Reads and probes that need the
+same thread go through :meth:`LedgerWriter.call`.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import Any, TypeVar
 
-from digests.store.ledger import Ledger, Transaction
+from digests.store.ledger import Claim, Ledger, LedgerRow, Transaction
 
 T = TypeVar("T")
 
@@ -27,17 +29,27 @@ class LedgerWriter:
         self.ledger = ledger
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger")
         self._queue: list[tuple[Callable[[Transaction], Any], asyncio.Future[Any]]] = []
+        self._claims: list[tuple[Claim, asyncio.Future[bool]]] = []
         self._task: asyncio.Task[None] | None = None
 
     async def run(self, fn: Callable[[Transaction], T]) -> T:
         """``fn`` inside a shared transaction; its result, or its own exception."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._queue.append((fn, future))
-        if self._task is None or self._task.done():
-            self._task = loop.create_task(self._flush())
+        self._start()
         result: T = await future
         return result
+
+    async def claim(self, row: LedgerRow, owner: str, now: datetime) -> bool:
+        """:meth:`Ledger.claim` in the next shared transaction, with the claims beside it."""
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._claims.append((Claim(row, owner, now), future))
+        self._start()
+        return await future
+
+    def _start(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._flush())
 
     async def call(self, fn: Callable[[], T]) -> T:
         """``fn`` on the ledger's thread, outside any grouped transaction."""
@@ -49,19 +61,26 @@ class LedgerWriter:
 
     async def _flush(self) -> None:
         loop = asyncio.get_running_loop()
-        while self._queue:
+        while self._queue or self._claims:
             batch, self._queue = self._queue, []
-            fns = [fn for fn, _ in batch]
+            claims, self._claims = self._claims, []
+            work = [fn for fn, _ in batch]
+            wanted = [claim for claim, _ in claims]
             try:
-                results = await loop.run_in_executor(self._executor, self._apply, fns)
+                taken, results = await loop.run_in_executor(
+                    self._executor, self._apply, wanted, work
+                )
             except Exception:
                 # One bad operation must not sink its neighbours: run them one by one.
-                for fn, future in batch:
+                for fn, future in [*batch, *((self._one_claim(c), f) for c, f in claims)]:
                     await self._alone(loop, fn, future)
                 continue
-            for (_, future), value in zip(batch, results, strict=True):
+            for (_, future), value in zip([*claims, *batch], [*taken, *results], strict=True):
                 if not future.done():
                     future.set_result(value)
+
+    def _one_claim(self, claim: Claim) -> Callable[[Transaction], bool]:
+        return lambda conn: self.ledger.claim(conn, claim.row, claim.owner, claim.now)
 
     async def _alone(
         self,
@@ -78,5 +97,11 @@ class LedgerWriter:
             if not future.done():
                 future.set_result(value)
 
-    def _apply(self, fns: list[Callable[[Transaction], Any]]) -> list[Any]:
-        return self.ledger.run(lambda conn: [fn(conn) for fn in fns])
+    def _apply(
+        self, claims: list[Claim], fns: list[Callable[[Transaction], Any]]
+    ) -> tuple[list[bool], list[Any]]:
+        def work(conn: Transaction) -> tuple[list[bool], list[Any]]:
+            taken = self.ledger.claim_many(conn, claims) if claims else []
+            return taken, [fn(conn) for fn in fns]
+
+        return self.ledger.run(work)
