@@ -15,7 +15,7 @@ import pytest
 from bot.delivery.deliverer import Deliverer
 from bot.jobs.scheduler import Clock
 from digests.errors import StoreError
-from digests.store import Store
+from digests.store import Store, ledger_batch, ledger_writer
 from digests.store.ledger import Ledger
 from tests.feedserver import FeedServer
 from tests.fixtures.delivery import copies, rss, rss_item, slack_outbox
@@ -48,18 +48,16 @@ class Outage:
                 raise StoreError("cannot claim a delivery: server closed the connection")
             return real(ledger, *args, **kwargs)
 
-        real_many = Ledger.claim_many
-
         def claim_many(ledger: Ledger, conn: Any, wanted: Any) -> list[bool]:
             if ledger.is_postgres:  # one statement for the group (SQLite: `claim` each)
                 self.count += len(wanted)
                 if self.down:
-                    raise StoreError("cannot claim deliveries: server closed the connection")
-            return real_many(ledger, conn, wanted)
+                    raise StoreError("cannot claim a delivery: server closed the connection")
+            return ledger_batch.claim_many(ledger, conn, wanted)
 
         self.claims = claims
         monkeypatch.setattr(Ledger, "claim", claim)
-        monkeypatch.setattr(Ledger, "claim_many", claim_many)
+        monkeypatch.setattr(ledger_writer, "claim_many", claim_many)
 
     @property
     def down(self) -> bool:

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from digests.errors import StoreError
 from digests.models import Episode
 from digests.store import Store
-from digests.store.ledger import Claim, Ledger, LedgerRow, NewRow
+from digests.store.ledger import Ledger, LedgerRow, NewRow
 from digests.store.pr_details import PrDetailsStore
 from digests.store.transcripts import TranscriptStore
 from digests.types import (
@@ -132,7 +132,6 @@ LEDGER_CALLS: dict[str, LedgerCall] = {
         conn, [NewRow("T1", "C1", "episode", "PyTorch:g1", show="PyTorch")], NOW, "me"
     ),
     "claim": lambda ledger, conn: ledger.claim(conn, ROW, "me", NOW),
-    "claim_many": lambda ledger, conn: ledger.claim_many(conn, [Claim(ROW, "me", NOW)]),
     "mark": lambda ledger, conn: ledger.mark(conn, 1, "me", NOW, state=LedgerState.POSTED),
     "owner_alive": lambda ledger, _: ledger.owner_alive("job:1"),
     "alive": lambda ledger, _: ledger.alive(["job:1", "elsewhere:1:x"]),
@@ -141,7 +140,7 @@ LEDGER_CALLS: dict[str, LedgerCall] = {
     "unfinished_shows": lambda ledger, _: ledger.unfinished_shows(),
     "unfinished": lambda ledger, _: ledger.unfinished("daily", "catch-up:"),
 }
-LEDGER_WITHOUT_ERRORS = {"for_store", "is_postgres"}
+LEDGER_WITHOUT_ERRORS = {"for_store", "is_postgres", "errors"}
 # On SQLite these are answered without the database (one machine: an owner is alive while
 # its process is; there is no job queue).
 LEDGER_SQLITE_ONLY_LOCAL = {"owner_alive", "alive"}

@@ -29,6 +29,7 @@ from enum import StrEnum
 from bot.delivery.items import Delivery
 from bot.delivery.outbox import HISTORY_MARGIN, Outbox, PostFailure, metadata_for
 from digests.store.ledger import Ledger, LedgerRow
+from digests.store.ledger_batch import Finish
 from digests.store.ledger_writer import LedgerWriter
 from digests.types import LedgerState
 
@@ -113,14 +114,11 @@ class ExactlyOnce:
         if isinstance(replies, Done):
             return replies
         thread_ts, note = replies
-        await self._mark(
-            row,
-            state=LedgerState.POSTED,
-            ts=ts,
-            thread_ts=thread_ts,
-            content_hash=item.content_hash or None,
-            error=note,
+        finished = Finish(
+            row.id, self.owner, self.clock(), ts, thread_ts, item.content_hash or None, note
         )
+        if not await self.writer.finish(finished):
+            log.warning("ledger row %s was taken over by another worker", row.id)
         return Done(Outcome.RECOVERED if recovered else Outcome.POSTED)
 
     async def _post_digest(self, outbox: Outbox, item: Delivery, row: LedgerRow) -> str | Done:

@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from digests.errors import StoreError
-from digests.store.database import LiveOwners, aware, chunks, safe_url, wrap_exceptions
+from digests.store.database import LiveOwners, chunks, safe_url, wrap_exceptions
 from digests.store.owners import PASSED, live_jobs, process_alive
 from digests.store.schema import deliveries
 from digests.types import Ident, LedgerEntry, LedgerState
@@ -38,7 +38,7 @@ T = TypeVar("T")
 # never query it themselves, so SQL stays inside the store package.
 Transaction = sa.Connection
 
-__all__ = ["Claim", "Ident", "Ledger", "LedgerRow", "NewRow", "Transaction"]
+__all__ = ["Ident", "Ledger", "LedgerRow", "NewRow", "Transaction"]
 
 
 _INDEX = ["team_id", "channel_id", "kind", "key"]
@@ -46,26 +46,6 @@ _ENSURE = {
     "postgresql": postgresql.insert(deliveries).on_conflict_do_nothing(index_elements=_INDEX),
     "sqlite": sqlite.insert(deliveries).on_conflict_do_nothing(index_elements=_INDEX),
 }
-
-
-# Claims of one group commit in one statement (PostgreSQL): each row taken as it was read.
-_CLAIM_MANY = sa.text(
-    "UPDATE deliveries AS d SET state = 'posting', owner = v.owner, claimed_at = v.claimed_at,"
-    " attempts = d.attempts + 1, updated_at = v.now FROM unnest(CAST(:ids AS integer[]),"
-    " CAST(:states AS text[]), CAST(:attempts AS integer[]), CAST(:owners AS text[]),"
-    " CAST(:claimed AS timestamptz[]), CAST(:nows AS timestamptz[]))"
-    " AS v(id, state, attempts, owner, claimed_at, now)"
-    " WHERE d.id = v.id AND d.state = v.state AND d.attempts = v.attempts RETURNING d.id"
-)
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A deliverer (``owner``) about to take ``row`` as it read it (:meth:`Ledger.claim`)."""
-
-    row: LedgerRow
-    owner: str
-    now: datetime
 
 
 @dataclass(frozen=True)
@@ -124,7 +104,7 @@ def _row(r: sa.Row[object]) -> LedgerRow:
     )
 
 
-def _claimed_at(row: LedgerRow, now: datetime) -> datetime:
+def claimed_at_of(row: LedgerRow, now: datetime) -> datetime:
     # Taking over a ``posting`` row keeps its ``claimed_at`` (see :meth:`Ledger.claim`).
     if row.state == LedgerState.POSTING and row.claimed_at is not None:
         return row.claimed_at
@@ -136,6 +116,7 @@ class Ledger:
 
     def __init__(self, engine: sa.Engine, live: LiveOwners | None = None) -> None:
         self.engine = engine
+        self._url = safe_url(engine)  # for error messages (formatting it costs per call)
         # Owners alive in this process: shared by every ledger of one store.
         self.live = LiveOwners() if live is None else live
 
@@ -153,11 +134,11 @@ class Ledger:
 
     def run(self, fn: Callable[[sa.Connection], T]) -> T:
         """``fn`` in one transaction, database errors as a one-line :class:`StoreError`."""
-        with self._errors("working on the delivery ledger"), self.engine.begin() as conn:
+        with self.errors("working on the delivery ledger"), self.engine.begin() as conn:
             return fn(conn)
 
-    def _errors(self, action: str) -> AbstractContextManager[None]:
-        return wrap_exceptions(action, safe_url(self.engine))
+    def errors(self, action: str) -> AbstractContextManager[None]:
+        return wrap_exceptions(action, self._url)
 
     # -- reading ------------------------------------------------------------------------
     def entries(
@@ -241,7 +222,7 @@ class Ledger:
 
     def rows(self, conn: sa.Connection, idents: Sequence[Ident]) -> dict[Ident, LedgerRow]:
         """The rows for ``idents``, looked up along the unique index (see :meth:`entries`)."""
-        with self._errors("reading delivery rows"):
+        with self.errors("reading delivery rows"):
             out: dict[Ident, LedgerRow] = {}
             groups: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
             for team, channel, kind, key in idents:
@@ -293,7 +274,7 @@ class Ledger:
         """
         if not rows:
             return
-        with self._errors("planning deliveries"):
+        with self.errors("planning deliveries"):
             values = [
                 {
                     "team_id": r.team_id,
@@ -321,8 +302,8 @@ class Ledger:
         post could carry, and the history search must reach back that far however many
         recoveries failed in between.
         """
-        with self._errors("claiming a delivery"):
-            claimed_at = _claimed_at(row, now)
+        with self.errors("claiming a delivery"):
+            claimed_at = claimed_at_of(row, now)
             result = conn.execute(
                 sa.update(deliveries)
                 .where(
@@ -340,23 +321,6 @@ class Ledger:
             )
             return result.rowcount == 1
 
-    def claim_many(self, conn: sa.Connection, claims: Sequence[Claim]) -> list[bool]:
-        """:meth:`claim` of each, in one statement on PostgreSQL; of two claims of one row
-        only the first can win, as one after the other."""
-        if not self.is_postgres:
-            return [self.claim(conn, c.row, c.owner, c.now) for c in claims]
-        first = list({c.row.id: c for c in reversed(claims)}.values())
-        params: dict[str, list[Any]] = {
-            "ids": [c.row.id for c in first], "states": [c.row.state for c in first],
-            "attempts": [c.row.attempts for c in first], "owners": [c.owner for c in first],
-            "claimed": [_claimed_at(c.row, c.now) for c in first],
-            "nows": [aware(c.now, "now") for c in first],
-        }  # fmt: skip
-        with self._errors("claiming deliveries"):
-            taken = set(conn.execute(_CLAIM_MANY, params).scalars()) if first else set()
-        winners = {id(c) for c in first if c.row.id in taken}
-        return [id(c) in winners for c in claims]
-
     def mark(
         self,
         conn: sa.Connection,
@@ -371,7 +335,7 @@ class Ledger:
 
         ``values`` may set ``owner=None``: giving a row up makes it recoverable at once.
         """
-        with self._errors("recording a delivery"):
+        with self.errors("recording a delivery"):
             changes: dict[str, object] = {"updated_at": now, **values}
             if state is not None:
                 changes["state"] = state
@@ -404,7 +368,7 @@ class Ledger:
         for team, channel, kind, key in idents:
             groups.setdefault((team, kind), []).append((channel, key))
         pair = sa.tuple_(deliveries.c.channel_id, deliveries.c.key)
-        with self._errors("handing deliveries over"):
+        with self.errors("handing deliveries over"):
             for (team, kind), pairs in groups.items():
                 for part in chunks(pairs):
                     where = (deliveries.c.team_id == team, deliveries.c.kind == kind)
