@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import email.utils
 import random
+import re
 from datetime import UTC, datetime
 
 import isodate
 import pytest
 
-from digests.extract import prs, sentences
+from digests.extract import episodes, prs, sentences
 from digests.extract.durations import duration_seconds
 from digests.extract.episodes import build_episodes
 from digests.extract.headline import headline
@@ -536,3 +537,57 @@ def test_a_transcript_repeating_the_description_gives_what_scanning_both_gives()
         episode = build_episodes(ParsedSource("rss", None, (_one_item(text),)), "S", "o/r")[0]
         assert episode.transcript == text
         assert episode.pull_requests == tuple(_both_scanned(text)), text
+
+
+def _led_item(first: str, rest: str) -> RawEntry:
+    """An item whose transcript goes on, after a break, from its description."""
+    return RawEntry(
+        guid="g",
+        title="T",
+        description=first,
+        transcript=first + "\n\n" + rest,
+        published=None,
+        normalised=True,
+    )
+
+
+def test_a_transcript_going_on_from_the_description_gives_what_scanning_both_gives() -> None:
+    # The part of the transcript repeating the description is not scanned again: the
+    # PRs, their sentences and the count past the cap must be the general scan's.
+    pieces = [
+        "PR", "PRs", "pull requests", "#", "12", "345", "6789", ",", " and", "&", "commits",
+        "times", "/", "/#7", ".", "!", "?", "…", "the", "fix", "for", "merging", "Rebasing",
+        "https://github.com/o/r/pull/55", "github.com/x/y/pull/66", "-", ":", "No.", "pr-12",
+        "PR2", "pr123", "\n\n", "\n\n", "e.g.", "(", "Commits",
+    ]  # fmt: skip
+    rng = random.Random(20261207)
+    led = 0
+    for _ in range(3000):
+        first, rest = (
+            transcript(" ".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))))
+            for _ in range(2)
+        )
+        if rng.random() < 0.1:  # near the cap on mentions, or past it
+            first += ". PRs " + ", ".join(str(1000 + n) for n in range(rng.randint(40, 120)))
+            rest += ". PRs " + ", ".join(str(5000 + n) for n in range(rng.randint(40, 120)))
+        if not first or not rest:
+            continue
+        item = _led_item(first, rest)
+        led += episodes._repeated_lead(item, item.transcript, item.transcript.lower(), True) > 0
+        (episode,) = build_episodes(ParsedSource("rss", None, (item,)), "S", "o/r")
+        both = first.replace("\n\n", " ") + "\n\n" + item.transcript
+        general = prs.scan_pull_requests(both, "o/r", normalised=True)
+        assert episode.pull_requests == tuple(general), (first, rest)
+        assert episode.pull_requests_named == prs.named_past_cap(general, both, "o/r")
+    assert led > 1000
+
+
+def test_the_count_word_look_ahead_admits_each_first_letter_of_a_count_word() -> None:
+    # breaks_a_list's look-ahead must let through every character a count word can
+    # start with, case-insensitively as the regex engine compares them.
+    words = prs._COUNT_WORD.removeprefix("(?i:").removesuffix(")\\b").split("|")
+    firsts = re.compile("(?i:" + "|".join(re.escape(word[0]) for word in words) + ")")
+    ahead = re.compile(prs._COUNT_FIRST)
+    for code in range(0x10000):
+        char = chr(code)
+        assert (firsts.fullmatch(char) is None) == (ahead.fullmatch(char) is None), code

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import random
+import re
+from collections.abc import Callable
 
 import pytest
 from lxml import etree
 
 from digests.parse import text as t
+from tests.benchmarks.bench_parse import show_notes
 
 SIMPLE = [
     "<p>One.</p><p>Two.</p>",
@@ -310,3 +313,85 @@ def test_plain_links_are_read_tag_by_tag(markup: str, expected: str) -> None:
 )
 def test_other_markup_with_links_goes_to_lxml(markup: str) -> None:
     assert t._linked_markup_to_text(markup) is None
+
+
+def test_the_plain_tag_split_splits_as_the_full_one_where_it_takes_every_tag() -> None:
+    # _PLAIN_TAG_SPLIT takes double-quoted attributes only: where it splits at every
+    # "<", its split must be _TAG_SPLIT's.
+    rng = random.Random(20261208)
+    taken = 0
+    for _ in range(4000):
+        markup = _linked_markup(rng)
+        parts = t._PLAIN_TAG_SPLIT.split(markup)
+        if len(parts) == 3 * markup.count("<") + 1:
+            taken += 1
+            assert parts == t._TAG_SPLIT.split(markup), markup
+    assert taken > 1000
+
+
+# Characters no XML parser gives (the C0 controls but tab, newline and CR).
+_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def _read(convert: Callable[..., object], *args: str) -> object:
+    """What ``convert(*args)`` gives, or the kind of error it raises (lxml refuses a
+    reference to a control character, as the item's reader then does)."""
+    try:
+        return convert(*args)
+    except ValueError as err:
+        return type(err)
+
+
+def _from_xml(markup: str) -> str:
+    return t.to_text(markup, from_xml=True)
+
+
+def _each_alone(description: str, content: str) -> tuple[str, str]:
+    return t.to_text(description), t.to_text(content)
+
+
+def test_markup_from_xml_reads_as_any_markup() -> None:
+    rng = random.Random(20261209)
+    for _ in range(4000):
+        markup = _linked_markup(rng)
+        if _NOT_XML.search(markup) is None:
+            assert _read(_from_xml, markup) == _read(t.to_text, markup), markup
+
+
+_NOTES_PIECES = [*_LINK_SOUP, *_LINK_WORDS, "&#", "&#38;", "38;", "\n \n", "\xa0\n", "<p>", "</ul>"]
+
+
+def _continued_notes(rng: random.Random) -> tuple[str, str]:
+    """Show notes (content:encoded) and a description that is their first blocks, each
+    maybe with a piece of markup, soup or text put in."""
+    notes = show_notes(rng, rng.randint(1, 10**6))
+    ends = [m.end() for m in re.finditer(r"</p>|</ul>", notes)]
+    first = notes[: rng.choice(ends)]
+    rest = notes[len(first) :]
+    for _ in range(rng.choice([0, 0, 1, 2])):
+        if rng.random() < 0.5:
+            at = rng.randrange(len(first))
+            first = first[:at] + rng.choice(_NOTES_PIECES) + first[at:]
+        else:
+            at = rng.randrange(len(rest) + 1)
+            rest = rest[:at] + rng.choice(_NOTES_PIECES) + rest[at:]
+    if rng.random() < 0.2:
+        first += rng.choice(_NOTES_PIECES)
+    elif rng.random() < 0.2:  # an inline element or a block left open at its end
+        first += rng.choice(["<em>x</em>", _link_open(rng) + "#7</a>", "<br>", "<p>", "<div>"])
+    return first, first + rest
+
+
+def test_notes_going_on_from_the_description_read_as_each_read_alone() -> None:
+    # The content's text is made of the description's and the rest's: it must be what
+    # converting each whole gives, and most such notes must be read that way.
+    rng = random.Random(20261210)
+    continued = 0
+    for _ in range(1500):
+        description, content = _continued_notes(rng)
+        if _NOT_XML.search(content) is not None:
+            continue  # text from an XML parser never holds these
+        texts = _read(t.notes_texts, description, content)
+        assert texts == _read(_each_alone, description, content), (description, content)
+        continued += t._continued_text(description, content) is not None
+    assert continued > 500

@@ -8,7 +8,13 @@ from datetime import datetime
 from digests.extract.durations import duration_seconds
 from digests.extract.feed_order import feed_order_dates
 from digests.extract.headline import legible, show_names, title_headline, untitled_headline
-from digests.extract.prs import breaks_a_list, named_past_cap, scan_pull_requests
+from digests.extract.prs import (
+    MAX_PULL_REQUESTS,
+    breaks_a_list,
+    named_past_cap,
+    scan_led_pull_requests,
+    scan_pull_requests,
+)
 from digests.extract.summary import cleaned, lead, nearby, squashed
 from digests.models import UNKNOWN_DATE, Episode, ParsedSource, PullRequestRef, RawEntry
 from digests.parse.dates import published_at
@@ -31,16 +37,16 @@ def extract_entry(
     """One raw entry's episode: the text work (sentences, PR mentions, headline, date)."""
     # A feed reader's text is normalised already: a paragraph of it is squashed too.
     done = entry.normalised
-    description, description_lower = squashed(entry.description, done)
-    if description and done and _repeats(entry, description):
+    description, description_lower, flat = squashed(entry.description, done)
+    if description and done and _repeats(entry, description, flat):
         # The transcript is the description in paragraphs (many hosts write the same show
         # notes in both): scanning it after the description could name no other PR.
         text = entry.transcript
-        both = description + "\n\n" + text
+        both = None  # description + "\n\n" + text, made only when needed (at the cap)
         found = scan_pull_requests(description, repo, description_lower, normalised=True, prs=prs)
     else:
         description, text, both, found = _scan_both(
-            entry, description, description_lower, repo, prs
+            entry, description, description_lower, repo, prs, flat
         )
     title = squash(entry.title)
     when = published_at(entry.published)
@@ -63,7 +69,13 @@ def extract_entry(
             "pr_info": (),
             "transcript_links": entry.transcripts,
             "chapters_url": entry.chapters_url,
-            "pull_requests_named": named_past_cap(found, both, repo, prs),
+            "pull_requests_named": (
+                named_past_cap(
+                    found, f"{description}\n\n{text}" if both is None else both, repo, prs
+                )
+                if len(found) >= MAX_PULL_REQUESTS
+                else 0
+            ),
             "raw_hash": _reusable_hash(entry, when),
             "pr_times": (),
             "chapters": entry.chapters,
@@ -98,24 +110,44 @@ def _episode(values: dict[str, object]) -> Episode:
     return episode
 
 
-def _repeats(entry: RawEntry, description: str) -> bool:
+def _repeats(entry: RawEntry, description: str, flat: bool) -> bool:
     """Whether ``entry``'s transcript (normalised, as our parsers give it) is the text it
     gave as its description, ``description`` that text squashed: paragraph breaks are then
-    its only difference, and a break adds no PR mention but before a count word."""
+    its only difference, and a break adds no PR mention but before a count word.
+    ``flat``: ``description`` is known to be the description with its breaks as spaces."""
     raw = entry.transcript
     return (
         raw == entry.description
         and len(raw) < MAX_TEXT
-        and description == raw.replace("\n\n", " ")
+        and (flat or description == raw.replace("\n\n", " "))
         and not breaks_a_list(raw)
     )
 
 
 def _scan_both(
-    entry: RawEntry, description: str, description_lower: str, repo: str, prs: PrMode
-) -> tuple[str, str, str, list[PullRequestRef]]:
-    """The summary, the transcript, both together, and the PRs they name."""
+    entry: RawEntry,
+    description: str,
+    description_lower: str,
+    repo: str,
+    prs: PrMode,
+    flat: bool,
+) -> tuple[str, str, str | None, list[PullRequestRef]]:
+    """The summary, the transcript, both together (None: the summary, a paragraph break
+    and the transcript, not made yet), and the PRs they name."""
     text, lower = cleaned(entry.transcript, paragraphs, entry.normalised)
+    rest = _repeated_lead(entry, text, lower, flat)
+    if description and rest:
+        # The transcript goes on from the description in paragraphs: that part is not
+        # scanned again (it could name no other PR, nor be cited first).
+        found_led = scan_led_pull_requests(
+            f"{description}\n\n{text[rest:]}",
+            repo,
+            f"{description_lower}\n\n{lower[rest:]}",
+            len(description),
+            prs,
+        )
+        if found_led is not None:
+            return description, text, None, found_led
     if description:
         # One scan of both, a paragraph break between them: the summary's PRs first,
         # then the transcript's not named yet, each with its own sentence.
@@ -129,6 +161,25 @@ def _scan_both(
     # are the transcript's, scanned above once.
     description = lead(text)
     return description, text, (description + "\n\n" + text if text else description), found
+
+
+def _repeated_lead(entry: RawEntry, text: str, lower: str, flat: bool) -> int:
+    """Where the transcript ``text`` (``lower`` in lower case) goes on after a paragraph
+    break from the description in paragraphs, when its summary is that description with
+    its breaks as spaces (``flat``) and a break adds no PR mention to it; else 0."""
+    first = entry.description
+    if (
+        not flat
+        or not entry.normalised
+        or text is not entry.transcript
+        or len(lower) != len(text)
+        or not first
+        or not text.startswith(first)
+        or not text.startswith("\n\n", len(first))
+        or breaks_a_list(first)
+    ):
+        return 0
+    return len(first) + 2
 
 
 def _reusable_hash(entry: RawEntry, when: datetime | None) -> str | None:

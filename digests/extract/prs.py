@@ -64,7 +64,10 @@ _LIST_NUMBER = re.compile(r"\d{1,9}")
 
 # A paragraph opening with a count word: the one place where a list read in paragraphs
 # ("PRs 3, 4" ending one) keeps a number the same text on one line drops as a count.
-_COUNT_OPENS_PARAGRAPH = re.compile(r"\n\n" + _COUNT_WORD)
+# The first characters of the count words: as a look-ahead it adds nothing to what
+# matches, and lets the regex engine pass most paragraph starts without trying each word.
+_COUNT_FIRST = r"(?i:[ctfldhmswyp%aio])"
+_COUNT_OPENS_PARAGRAPH = re.compile(r"\n\n(?=" + _COUNT_FIRST + ")" + _COUNT_WORD)
 
 
 def breaks_a_list(text: str) -> bool:
@@ -124,6 +127,29 @@ def scan_pull_requests(
         # A few characters lower-case to two; keep offsets valid by scanning the original.
         lower = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
     found = _mentions(text, lower, MAX_PULL_REQUESTS, heads=prs == MENTIONS)
+    return _references(text, repo, found, normalised)
+
+
+def scan_led_pull_requests(
+    text: str, repo: str, lower: str, lead: int, prs: PrMode = MENTIONS
+) -> list[PullRequestRef] | None:
+    """``scan_pull_requests(whole, repo, normalised=True)`` of normalised text ``whole``
+    that is ``text`` with, after its first ``lead`` characters (a paragraph), more that
+    names no PR they do not (the same paragraph in paragraphs, say) and no more mentions;
+    ``lower`` is ``text.lower()``, as long. None when the mentions of both could reach the
+    cap on mentions, where those of the repeat would count."""
+    if not text or prs == "off":
+        return []
+    found = _mentions(text, lower, None, heads=prs == MENTIONS)
+    if len(found) + sum(1 for mention in found if mention[0] < lead) > MAX_PULL_REQUESTS:
+        return None
+    return _references(text, repo, found, True)
+
+
+def _references(
+    text: str, repo: str, found: list[tuple[int, int, str]], normalised: bool
+) -> list[PullRequestRef]:
+    """``scan_pull_requests`` of the mentions ``found`` in ``text``."""
     if not found:
         return []
     if len(found) > 1:
@@ -190,8 +216,10 @@ def _mentions(
             at = m.start()
             if at and (lower[at - 1].isalnum() or lower[at - 1] == "-"):
                 continue  # "notgithub.com/…" is another host
-            owner, name = text[m.start(1) : m.end(1)], text[m.start(2) : m.end(2)]
-            append((at, int(m.group(3)), f"https://github.com/{owner}/{name}/pull/{m.group(3)}"))
+            number = m.group(3)
+            # Owner and name as written, with the "/" between them.
+            repo_path = text[m.start(1) : m.end(2)]
+            append((at, int(number), "https://github.com/" + repo_path + "/pull/" + number))
     return found
 
 

@@ -56,16 +56,20 @@ def cleaned(
     return clean, clean.lower()
 
 
-def squashed(text: str, normalised: bool) -> tuple[str, str]:
-    """``cleaned(text, squash)`` of a description. Normalised paragraphs have no other
+def squashed(text: str, normalised: bool) -> tuple[str, str, bool]:
+    """``cleaned(text, squash)`` of a description, and whether that is ``text`` with its
+    paragraph breaks as spaces (False: not known). Normalised paragraphs have no other
     whitespace than single spaces and the breaks between them: replacing the breaks
     squashes them (``normalised``: ``text`` is ``paragraphs``' output)."""
-    if normalised and "\n" in text and len(text) < MAX_TEXT:
-        flat = text.replace("\n\n", " ")
+    if normalised and len(text) < MAX_TEXT:
+        flat = text.replace("\n\n", " ") if "\n" in text else text
         lower = flat.lower()
         if not _has_boilerplate(lower):
-            return flat, lower
-    return cleaned(text, squash, normalised and "\n" not in text)
+            return flat, lower, True
+        if "\n" in text:
+            return (*cleaned(text, squash), False)
+    clean, lower = cleaned(text, squash, normalised and "\n" not in text)
+    return clean, lower, False
 
 
 def _has_boilerplate(lower: str) -> bool:

@@ -23,6 +23,7 @@ from digests.parse.text import (
     MAX_TITLE,
     cap,
     element_text,
+    notes_texts,
     paragraphs,
     squash,
     stable_guid,
@@ -644,10 +645,9 @@ def _rss_item(
     raw_link, link = parts.links(guid, base)
     published = squash(texts.get("published") or texts.get("dc_date") or "")[:200] or None
     raw_description = texts.get("description") or texts.get("summary")
-    description = to_text(raw_description)
     raw_transcript = texts.get("content") or texts.get("podcast_transcript")
-    # Many hosts write the same show notes in both: converted once.
-    transcript = description if raw_transcript == raw_description else to_text(raw_transcript)
+    # Many hosts write the same show notes in both, or the first part in the description.
+    description, transcript = notes_texts(raw_description, raw_transcript)
     if guid is None:
         # From the link as the feed wrote it: resolving it must not renumber the episode.
         guid = _untitled_guid(title, parts.audio, raw_link) or stable_guid(

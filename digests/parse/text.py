@@ -16,6 +16,7 @@ MAX_ENTRIES = 10_000
 MAX_NEARBY = 50
 
 _BLANKS = re.compile(r"\n\s*\n\s*")
+_NEWLINES = re.compile(r"\n\n+")
 _SPACES_LINE = re.compile(r"\n +\n")
 # '<' followed by something tag-like: "a < b" is text, "<p>" and "</p>" are markup.
 _LOOKS_HTML = re.compile(r"<[A-Za-z/!?]")
@@ -121,20 +122,25 @@ def paragraphs(text: str) -> str:
     """Whitespace normalised inside paragraphs; paragraphs (blank-line separated) kept."""
     if "\n" not in text:
         return squash(text)
-    if "\n " in text and _SPACES_LINE.search(text) is not None:
-        return _paragraphs_general(text)  # a line of spaces is a break too: read slowly
     # A break is a whitespace run with two newlines. With no line of spaces, and with the
     # ASCII space as the only other whitespace (as in squash), that is a run of newlines,
-    # which splitting at "\n\n" finds without splitting the text into words.
+    # which splitting at such runs finds without splitting the text into words.
     ascii = text.isascii()
     if ascii and _odd_ascii_space(text):
         return _paragraphs_general(text)
     out: list[str] = []
-    for part in text.split("\n\n"):
+    # Each run split at once: markup's block tags leave long runs, and a split at every
+    # second newline would leave empty parts to step over.
+    for part in _NEWLINES.split(text):
         inner = False
         if "\n" in part:
             part = part.strip("\n")
             if "\n" in part:
+                # A line of spaces is a break too, and only a part with a newline left
+                # can hold one: looked for here, not in the whole text (a slow search
+                # where newlines are many).
+                if "\n " in part and _SPACES_LINE.search(part) is not None:
+                    return _paragraphs_general(text)
                 inner = True
                 part = part.replace("\n", " ")
         if not part:
@@ -180,8 +186,9 @@ def _keep_slack_syntax(value: str) -> str:
     return _SLACK_SYNTAX.sub(lambda m: html.escape(m.group(0), quote=False), value)
 
 
-def to_text(value: str | None) -> str:
-    """A feed text field as plain text: HTML → paragraphs, entities decoded, capped."""
+def to_text(value: str | None, *, from_xml: bool = False) -> str:
+    """A feed text field as plain text: HTML → paragraphs, entities decoded, capped.
+    ``from_xml``: the value is text an XML parser gave (see ``_joined_to_text``)."""
     if not value:
         return ""
     value = cap(value, MAX_TEXT * 2)
@@ -189,7 +196,7 @@ def to_text(value: str | None) -> str:
         # A link that may name a PR, whose href must survive: the tag-by-tag path when
         # every tag is simple and every such link plain, else lxml (none of the checks
         # for the simple path below, each a scan of the markup, could spare the tree).
-        linked = _linked_markup_to_text(value)
+        linked = _linked_markup_to_text(value, from_xml)
         if linked is not None:
             return cap(linked)
         return cap(_lxml_html_to_text(_keep_slack_syntax(value)))
@@ -304,6 +311,13 @@ _TAG_SPLIT = re.compile(
     r"""<(/?[A-Za-z][A-Za-z0-9]*+)((?:\s++[A-Za-z_:][-\w:.]*+"""
     r"""(?:\s*+=\s*+(?:"[^"<>]*+"|'[^'<>]*+'|[^\s"'<>=`]++))?+)*+\s*+/?)>"""
 )
+# The same for tags whose attributes are each a space, a name and a double-quoted value
+# (the <a href="…" target="…"> of nearly every feed), a simpler pattern and faster to run.
+# Where it splits at every "<", it splits as _TAG_SPLIT does (each of its tags is one of
+# those, and every tag ends at the first ">" either way).
+_PLAIN_TAG_SPLIT = re.compile(
+    r"""<(/?[A-Za-z][A-Za-z0-9]*+)((?: [A-Za-z][-A-Za-z]*+="[^"<>]*+")*+)>"""
+)
 _TAG_TEXT = {
     **{f"{slash}{name}": "\n\n" for name in _BLOCK_NAMES for slash in ("", "/")},
     **{f"{slash}{name}": "" for name in _INLINE.split("|") for slash in ("", "/")},
@@ -311,44 +325,110 @@ _TAG_TEXT = {
     "br": "\n",
     "/br": "",
 }
+# The same when that href is a PR's (_GITHUB_PULL's): most links this path looks at, read
+# by one match.
+_PULL_HREF_FIRST = re.compile(
+    r"""\s+(?i:href)\s*=\s*"((?i:(?:https?://)?(?:www\.)?github\.com/[\w.-]+/[\w.-]+/pull/\d+)"""
+    r'[^"<>]*)"'
+)
 _HREF_FIRST = re.compile(r"""\s+(?i:href)\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')""")
 _ATTR = re.compile(
     r"""\s+([A-Za-z_:][-\w:.]*)(?:\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>=`]+)))?"""
 )
 
 
-def _linked_markup_to_text(markup: str) -> str | None:
+def _linked_markup_to_text(markup: str, from_xml: bool = False) -> str | None:
     """``_lxml_html_to_text`` of markup whose every tag is one the simple path knows, whose
     tags nest as written and whose every PR link is plain (a quoted href, entities
     ``&amp;`` at most, text with no tags inside); None for any other markup. The markup
     is split at its tags, each tag replaced by its text (a paragraph break, a line
     break, nothing), and a PR link's href put after its end tag, as lxml's path does."""
+    joined = _linked_joined(markup)
+    return None if joined is None else _joined_to_text(joined[0], from_xml)
+
+
+def _linked_joined(markup: str) -> tuple[str, bool] | None:
+    """The text of ``_linked_markup_to_text``'s markup before its entities are read and
+    its paragraphs normalised, and whether every element it opens is closed in it; None
+    where that function gives None for its tags."""
     if "\r" in markup:
         return None  # libxml2 reads a lone CR as a line break; paragraphs() does not
-    parts = _TAG_SPLIT.split(markup)
+    parts = _PLAIN_TAG_SPLIT.split(markup)
+    if len(parts) != 3 * markup.count("<") + 1:
+        parts = _TAG_SPLIT.split(markup)  # a "<" it did not take
     names = parts[1::3]
     get = _TAG_TEXT.get
-    texts = [get(name) for name in names]
+    texts = list(map(get, names))  # a C loop: no Python step a tag
     if None in texts:
         names = [name.lower() for name in names]
-        texts = [get(name) for name in names]
+        texts = list(map(get, names))
         if None in texts:
             return None
-    if not _nested(names):
+    unclosed = _unclosed(names)
+    if unclosed < 0:
         return None
     if "a" in names and not _plain_links(parts, names):
         return None
     parts[1::3] = texts
     parts[2::3] = [""] * len(texts)
-    text = "".join(parts)
-    if "<" in text or _CONTROL.search(text) is not None:
-        # A "<" that opens no simple tag; control characters, which lxml's path refuses.
+    return "".join(parts), unclosed == 0
+
+
+def _joined_to_text(text: str, from_xml: bool = False) -> str | None:
+    """``_linked_markup_to_text`` of the markup ``_linked_joined`` made ``text`` of.
+    ``from_xml``: the markup is text from an XML parser, which admits no control
+    character but DEL (and tab, newline and CR), raw or referenced: only DEL is looked
+    for, not the whole set (a scan of the text with a character class)."""
+    if "<" in text:
+        return None  # a "<" that opens no simple tag
+    # Control characters, which lxml's path refuses.
+    if ("\x7f" in text) if from_xml else (_CONTROL.search(text) is not None):
         return None
     if "&" not in text:
         return paragraphs(text)
     if "&#" in text and not _plain_references(text):
         return None
     return paragraphs(html.unescape(text))
+
+
+def notes_texts(description: str | None, content: str | None) -> tuple[str, str]:
+    """``to_text`` of an item's description and of its content (``content:encoded``),
+    both text from an XML parser, each converted once where the content repeats the
+    description or goes on from it, as many hosts write show notes."""
+    if content == description:
+        text = to_text(description, from_xml=True)
+        return text, text
+    if description and content and content.startswith(description):
+        both = _continued_text(description, content)
+        if both is not None:
+            return both
+    return to_text(description, from_xml=True), to_text(content, from_xml=True)
+
+
+def _continued_text(description: str, content: str) -> tuple[str, str] | None:
+    """``notes_texts`` of a description that ``content`` starts with, when the tag-by-tag
+    path reads both and the description ends with a closed block: the content's text is
+    then the description's, a paragraph break and the text of the rest, read alone (its
+    split at tags, nesting, links, entities and paragraphs are the whole's, the break
+    before it parting both). None: not so, or not known to be."""
+    if (
+        len(content) > MAX_TEXT * 2
+        or not description.endswith(">")
+        or "github.com" not in description
+        or _A_OPEN.search(description) is None
+    ):
+        return None
+    first = _linked_joined(description)
+    if first is None or not first[1] or not first[0].endswith("\n\n"):
+        return None
+    text = _joined_to_text(first[0], from_xml=True)
+    if text is None or len(text) >= MAX_TEXT:
+        return None
+    rest = _linked_joined(content[len(description) :])
+    more = _joined_to_text(rest[0], from_xml=True) if rest is not None else None
+    if more is None:
+        return None
+    return text, cap(f"{text}\n\n{more}" if text and more else text or more)
 
 
 # Characters html.unescape and libxml2 give alike: references to a control character or
@@ -380,12 +460,11 @@ _CLOSES = {
     "dd": frozenset(["dt", "dd"]),
 }
 _END_TAG = {name: f"/{name}" for name in (*_BLOCK_NAMES, *_INLINE.split("|")) if name != "hr"}
-
-
-def _nested(names: list[str]) -> bool:
-    """Whether tags ``names`` (lower case, "/" first for an end tag) nest as written: each
-    end tag the innermost open element's, no block that would close the one it opens in
-    (lxml's tree would then place the breaks otherwise)."""
+def _unclosed(names: list[str]) -> int:
+    """-1 unless tags ``names`` (lower case, "/" first for an end tag) nest as written:
+    each end tag the innermost open element's, no block that would close the one it opens
+    in (lxml's tree would then place the breaks otherwise); else how many elements they
+    leave open."""
     open_tags: list[str] = []  # the end tag each open element awaits
     blocks: list[str] = []  # the open blocks
     for name in names:
@@ -394,18 +473,18 @@ def _nested(names: list[str]) -> bool:
             open_tags.append(end)
             if name in _BLOCK_NAMES:
                 if blocks and name in _CLOSES.get(blocks[-1], ()):
-                    return False
+                    return -1
                 blocks.append(name)
         elif name == "br" or name == "/br":
             continue  # lxml drops </br>
         elif name == "hr":
             if blocks and blocks[-1] in _CLOSED_BY_BLOCKS:
-                return False
+                return -1
         elif not open_tags or open_tags.pop() != name:
-            return False  # an end tag not the innermost element's, or </hr>
+            return -1  # an end tag not the innermost element's, or </hr>
         elif name[1:] in _BLOCK_NAMES:
             blocks.pop()
-    return True
+    return len(open_tags)
 
 
 def _plain_links(parts: list[str], names: list[str]) -> bool:
@@ -443,7 +522,8 @@ def _plain_link(parts: list[str], i: int) -> bool:
     its href otherwise than as written here; else True, its href (when a PR's, not in
     its text) put after its end tag."""
     attrs = parts[i + 1]
-    href = _first_href(attrs)
+    pull = _PULL_HREF_FIRST.match(attrs)
+    href = pull.group(1) if pull is not None else _first_href(attrs)
     if href is None:
         return "href" not in (m.group(1).lower() for m in _ATTR.finditer(attrs))
     value = href
@@ -453,7 +533,8 @@ def _plain_link(parts: list[str], i: int) -> bool:
             return False  # an entity lxml may read otherwise
     if " " in href or not href.isprintable():
         return False  # whitespace its strip() would take
-    if _GITHUB_PULL.match(value) is None:
+    # (Decoding "&amp;" changes nothing _GITHUB_PULL reads: its characters hold no "&".)
+    if pull is None and _GITHUB_PULL.match(value) is None:
         return True
     if i + 3 >= len(parts) or (parts[i + 3] != "/a" and parts[i + 3] != "/A"):
         return False  # tags inside, or no end tag: lxml decides where it ends
