@@ -169,8 +169,13 @@ class Deliverer:
         idents = list(unique)
 
         def prepare(conn: Transaction) -> dict[Ident, LedgerRow]:
-            self.ledger.ensure(conn, new_rows, now, self.owner)
-            return self.ledger.rows(conn, idents)
+            # Rows first (a read waits on no lock): a worker's fan-out made them already.
+            rows = self.ledger.rows(conn, idents)
+            missing = [(i, r) for i, r in zip(idents, new_rows, strict=True) if i not in rows]
+            if missing:
+                self.ledger.ensure(conn, [r for _, r in missing], now, self.owner)
+                rows.update(self.ledger.rows(conn, [i for i, _ in missing]))
+            return rows
 
         rows = await self._db.run(prepare)
         channels: dict[tuple[str, str], list[Delivery]] = {}

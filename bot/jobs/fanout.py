@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Sequence
-from functools import partial
 from typing import TYPE_CHECKING
 
 from procrastinate import App
 
 from bot.delivery.items import Delivery, DeliveryReport
 from digests.store.ledger import LedgerRow, NewRow
+from digests.store.ledger_batch import hand_over
 from digests.store.owners import job_owner
 from digests.types import Ident, LedgerState
 
@@ -61,7 +61,7 @@ async def defer_deliveries(
 ) -> int:
     """A ``deliver`` job per batch, all deferred in one statement. The new rows are
     recorded first, ``pending`` under ``holder`` (the job fanning out), so no job waits on
-    their insert; then the unfinished rows of each batch are handed to its job. Returns
+    their insert; then every unfinished row is handed to its job, in one statement. Returns
     the jobs deferred."""
     batches = _batches(idents)
     if not batches:
@@ -79,13 +79,13 @@ async def defer_deliveries(
     ]
     deferred = await app.job_manager.batch_defer_jobs_async(jobs)
 
-    def hand_over() -> None:
-        # A transaction a job, in the order they start: none waits for the others' rows.
-        for job, (_, batch) in zip(deferred, batches, strict=True):
-            assert job.id is not None
-            ledger.run(partial(ledger.adopt, idents=batch, owner=job_owner(job.id), now=now))
-
-    await asyncio.to_thread(hand_over)
+    owners = [
+        (ident, job_owner(job.id))
+        for job, (_, batch) in zip(deferred, batches, strict=True)
+        if job.id is not None
+        for ident in batch
+    ]
+    await asyncio.to_thread(ledger.run, lambda conn: hand_over(ledger, conn, owners, now))
     return len(jobs)
 
 

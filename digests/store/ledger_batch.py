@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from digests.store.database import aware
 from digests.store.ledger import Ledger, LedgerRow, claimed_at_of
-from digests.types import LedgerState
+from digests.types import Ident, LedgerState
 
 # Each row taken as it was read (compare and set), as Ledger.claim does one.
 _CLAIM_MANY = sa.text(
@@ -35,6 +35,15 @@ _FINISH_MANY = sa.text(
     " CAST(:thread_ts AS text[]), CAST(:hashes AS text[]), CAST(:errors AS text[]),"
     " CAST(:nows AS timestamptz[])) AS v(id, owner, ts, thread_ts, content_hash, error, now)"
     " WHERE d.id = v.id AND d.owner = v.owner RETURNING d.id"
+)
+
+# Rows handed to their owners, each (team, channel, kind, key) to its own (unfinished only).
+_HAND_OVER = sa.text(
+    "UPDATE deliveries AS d SET owner = v.owner, updated_at = :now FROM unnest("
+    " CAST(:teams AS text[]), CAST(:channels AS text[]), CAST(:kinds AS text[]),"
+    " CAST(:keys AS text[]), CAST(:owners AS text[])) AS v(team, channel, kind, key, owner)"
+    " WHERE d.team_id = v.team AND d.channel_id = v.channel AND d.kind = v.kind"
+    " AND d.key = v.key AND d.state IN ('pending', 'posting')"
 )
 
 
@@ -89,6 +98,24 @@ def finish_many(ledger: Ledger, conn: sa.Connection, finishes: Sequence[Finish])
     }  # fmt: skip
     done = _ids(ledger, conn, _FINISH_MANY, params, "recording deliveries")
     return [f.row_id in done for f in finishes]
+
+
+def hand_over(
+    ledger: Ledger, conn: sa.Connection, owners: Sequence[tuple[Ident, str]], now: datetime
+) -> None:
+    """:meth:`Ledger.adopt` of each row by its own new owner (a fan-out's rows, each to the
+    job that delivers it), in one statement."""
+    if not ledger.is_postgres:
+        for ident, owner in owners:
+            ledger.adopt(conn, [ident], owner, now)
+        return
+    params: dict[str, Any] = {
+        "teams": [i[0] for i, _ in owners], "channels": [i[1] for i, _ in owners],
+        "kinds": [i[2] for i, _ in owners], "keys": [i[3] for i, _ in owners],
+        "owners": [o for _, o in owners], "now": aware(now, "now"),
+    }  # fmt: skip
+    with ledger.errors("handing deliveries over"):
+        conn.execute(_HAND_OVER, params)
 
 
 def _finish(ledger: Ledger, conn: sa.Connection, f: Finish) -> bool:
