@@ -169,13 +169,10 @@ class Deliverer:
         idents = list(unique)
 
         def prepare(conn: Transaction) -> dict[Ident, LedgerRow]:
-            # Rows first (a read waits on no lock): a worker's fan-out made them already.
-            rows = self.ledger.rows(conn, idents)
-            missing = [(i, r) for i, r in zip(idents, new_rows, strict=True) if i not in rows]
-            if missing:
-                self.ledger.ensure(conn, [r for _, r in missing], now, self.owner)
-                rows.update(self.ledger.rows(conn, [i for i, _ in missing]))
-            return rows
+            # The write first: on SQLite a transaction that read first cannot wait for the
+            # write lock (it fails at once as "database is locked").
+            self.ledger.ensure(conn, new_rows, now, self.owner)
+            return self.ledger.rows(conn, idents)
 
         rows = await self._db.run(prepare)
         channels: dict[tuple[str, str], list[Delivery]] = {}
