@@ -11,6 +11,7 @@ the upgrade are delivered once; the daily digests and the weekly recap go throug
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections import Counter
@@ -102,6 +103,15 @@ async def queue(
     url = feed_server.route("/feed.xml", rss(rss_item(3), rss_item(2)), etag='"v1"')
     settings = settings_for(db_url, url)
     store.ensure_show("PyTorch", url, "pytorch/pytorch")
+    async with open_queue(settings, store, slack_fake) as q:
+        yield q
+
+
+@contextlib.asynccontextmanager
+async def open_queue(
+    settings: Settings, store: Store, slack_fake: SlackFake
+) -> AsyncIterator[Queue]:
+    """The app opened over ``settings`` (its periodic schedule left out) and its runtime."""
     app = make_app(settings)
     app.periodic_registry.periodic_tasks.clear()
     outbox = slack_outbox(slack_fake)
@@ -345,20 +355,13 @@ async def test_the_weekly_recap_goes_out_through_jobs_once(
         conn.execute(
             sa.text("UPDATE subscriptions SET created_at = :t"), {"t": due - timedelta(days=1)}
         )
-    app = make_app(settings)
-    app.periodic_registry.periodic_tasks.clear()
-    outbox = slack_outbox(slack_fake)
-    async with httpx.AsyncClient() as http, app.open_async():
-        rt = Runtime.of(settings, store, outbox, http)
-        q = Queue(app, rt)
+    async with open_queue(settings, store, slack_fake) as q:
         for stamp in (0, 1):
-            await app.tasks["recap"].defer_async(timestamp=stamp)
+            await q.app.tasks["recap"].defer_async(timestamp=stamp)
             await q.drain()
-        rt.recapped.clear()  # another worker, which has not fanned this week out
-        await app.tasks["recap"].defer_async(timestamp=2)
+        q.rt.recapped.clear()  # another worker, which has not fanned this week out
+        await q.app.tasks["recap"].defer_async(timestamp=2)
         await q.drain()
-        await rt.aclose()
-    await outbox.close()
     rows = q.rows("recap")
     assert len(rows) == len(TEAMS) and {r.state for r in rows} == {"posted"}
     assert [len(slack_fake.messages(f"C{t}R")) for t in TEAMS] == [1] * len(TEAMS)
@@ -445,12 +448,8 @@ async def test_github_details_come_as_a_job_per_repository_and_edit_the_digests(
         github_fake.add_pr("pytorch/pytorch", number, title=f"Title of {number}")
     store.ensure_show("PyTorch", url, "pytorch/pytorch")
     channels = subscribe(store, per_team=2)
-    app = make_app(settings)
-    app.periodic_registry.periodic_tasks.clear()
-    outbox = slack_outbox(slack_fake)
-    async with httpx.AsyncClient() as http, app.open_async():
-        rt = Runtime.of(settings, store, outbox, http)
-        q = Queue(app, rt)
+    async with open_queue(settings, store, slack_fake) as q:
+        app = q.app
         await app.tasks["poll"].defer_async(show="PyTorch")
         await q.drain(["poll", "deliver"])  # the digests, posted without GitHub's titles
         enrich = q.jobs("enrich")
@@ -465,8 +464,6 @@ async def test_github_details_come_as_a_job_per_repository_and_edit_the_digests(
             )
         assert not slack_fake.calls_to("chat.update")
         await q.drain()
-        await rt.aclose()
-    await outbox.close()
     assert github_fake.calls
     updated = Counter(c.params["channel"] for c in slack_fake.calls_to("chat.update") if c.ok)
     # Each message of each channel (the digest and its thread reply) edited once.
