@@ -11,8 +11,6 @@ addresses only, every hop) and its own size cap, never the config's ``allow_priv
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from config.settings import Settings, ShowConfig
 from digests.render.renderer import Renderer
 from digests.sources.added_feeds import policy as added_policy
@@ -40,15 +38,11 @@ def added_shows(settings: Settings, store: Store) -> list[AddedShow]:
     return [_config(r) for r in store.added_shows() if settings.show(r.name) is None]
 
 
-def polled_show(
-    file_shows: Mapping[str, ShowConfig], store: Store, name: str
-) -> ShowConfig | None:
-    """The show a poll job names (exactly, as dispatch wrote it): the config file's (by
-    name), else the one added from Slack — one row read, not every added show."""
-    config = file_shows.get(name)
-    if config is None and (row := store.added_show(name)) is not None:
-        config = _config(row)
-    return config
+def added_show(store: Store, name: str) -> AddedShow | None:
+    """The show added from Slack called exactly ``name`` (as a poll job names it): one row
+    read, not every added show."""
+    row = store.added_show(name)
+    return None if row is None else _config(row)
 
 
 def all_shows(settings: Settings, store: Store) -> list[ShowConfig]:
@@ -100,13 +94,13 @@ def feed_cap(settings: Settings, show: ShowConfig) -> int:
 
 __all__ = [
     "AddedShow",
+    "added_show",
     "added_shows",
     "all_shows",
     "feed_cap",
     "feed_policy",
     "find_show",
     "live",
-    "polled_show",
     "show_names",
     "teach_repos",
 ]

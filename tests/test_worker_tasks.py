@@ -32,6 +32,7 @@ from bot.jobs.worker import Runtime
 from config.settings import ScheduleConfig, Settings, ShowConfig
 from digests.extract.episodes import build_episodes
 from digests.parse import parse_bytes
+from digests.sources.added_feeds import pretend_public
 from digests.store import Store
 from digests.store.ledger import Ledger, LedgerRow, NewRow
 from tests.feedserver import FeedServer
@@ -194,6 +195,26 @@ async def test_a_poll_fans_out_per_team_and_each_channel_gets_one_digest(
     job_of = {j["args"]["team"]: f"job:{j['id']}" for j in delivers}
     assert all(r.owner == job_of[r.team_id] for r in rows)
     assert len(feed_server.requests_to("/feed.xml")) == 1
+
+
+async def test_a_show_added_from_slack_is_polled_by_its_job_and_a_removed_one_is_not(
+    queue: Queue, store: Store, slack_fake: SlackFake, feed_server: FeedServer
+) -> None:
+    """A poll job names its show; one added from Slack (not in the config file) is read
+    from the store, fetched under the added-feed guard, and posted to its channel."""
+    url = feed_server.route("/jax.xml", rss(rss_item(5)), etag='"j1"')
+    now = datetime.now(UTC)
+    store.add_show(TEAMS[0], "JAX", url, "jax-ml/jax", added_by="U1", now=now, limit=5)
+    store.subscribe(TEAMS[0], "C0JAX", "JAX", recap=False)
+    with pretend_public("127.0.0.1", feed_server.port):
+        await queue.app.tasks["poll"].defer_async(show="JAX")
+        await queue.app.tasks["poll"].defer_async(show="Gone")  # removed meanwhile
+        await queue.drain()
+    assert len(feed_server.requests_to("/jax.xml")) == 1
+    assert [k.split(":")[0] for k in keys_in(slack_fake.messages("C0JAX"))] == ["JAX"]
+    polls = {j["args"]["show"]: j["status"] for j in queue.jobs("poll")}
+    assert polls == {"JAX": "succeeded", "Gone": "succeeded"}
+    assert not feed_server.requests_to("/feed.xml")  # PyTorch was not polled
 
 
 async def test_fan_out_records_pending_rows_under_the_job_and_defers_nothing_twice(

@@ -34,7 +34,7 @@ from procrastinate.exceptions import AlreadyEnqueued, ConnectorException
 from procrastinate.jobs import Status
 
 from bot import logs
-from bot.catalog import live, polled_show, teach_repos
+from bot.catalog import added_show, live, teach_repos
 from bot.delivery.items import Delivery, DeliveryReport
 from bot.jobs.cycle import PollResult
 from bot.jobs.daily import daily_deliveries, recoverable_dailies
@@ -149,9 +149,8 @@ async def _defer_polls(app: App, polls: Sequence[tuple[str, datetime]]) -> int:
 async def poll(context: JobContext, show: str) -> str:
     logs.enter(show=show)  # each job runs as a task of its own
     rt = runtime(context)
-    config = rt.file_shows.get(show) or await asyncio.to_thread(
-        polled_show, rt.file_shows, rt.store, show
-    )
+    # The config file's show, else the one added from Slack.
+    config = rt.file_shows.get(show) or await asyncio.to_thread(added_show, rt.store, show)
     if config is None:
         return "removed"
     settings = rt.settings

@@ -59,7 +59,7 @@ class Runtime:
     metrics: Metrics | None = None
     clock: Callable[[], datetime] = _utcnow
     recapped: set[tuple[int, int]] = field(default_factory=set)  # weeks fanned out here
-    file_shows: dict[str, ShowConfig] = field(default_factory=dict)  # the config file's, by name
+    file_shows: dict[str, ShowConfig] = field(init=False)  # the config file's, by name
 
     def __post_init__(self) -> None:
         self.file_shows = {s.name: s for s in self.settings.shows}
