@@ -108,6 +108,7 @@ STORE_CALLS: dict[str, StoreCall] = {
     "unsubscribe": lambda s: s.unsubscribe("T1", "C1"),
     "rename_subscription": lambda s: s.rename_subscription("T1", "C1", "pytorch", "PyTorch"),
     "subscriptions": lambda s: s.subscriptions(),
+    "subscribed_teams": lambda s: s.subscribed_teams("PyTorch"),
     "pause_subscriptions": lambda s: s.pause_subscriptions("T1", "C1", "is_archived", NOW),
     "set_daily_time": lambda s: s.set_daily_time("T1", "C1", "17:00"),
     "hold": lambda s: s.hold("T1", "C1", "PyTorch", NOW),

@@ -12,6 +12,7 @@ the upgrade are delivered once; the daily digests and the weekly recap go throug
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 from collections import Counter
@@ -26,7 +27,9 @@ import sqlalchemy as sa
 from procrastinate import App
 from procrastinate.exceptions import AlreadyEnqueued
 
+from bot.delivery.items import Delivery
 from bot.jobs import fanout, tasks
+from bot.jobs.plan import in_date_order
 from bot.jobs.queue import make_app
 from bot.jobs.worker import Runtime
 from config.settings import ScheduleConfig, Settings, ShowConfig
@@ -217,13 +220,78 @@ async def test_a_show_added_from_slack_is_polled_by_its_job_and_a_removed_one_is
     assert not feed_server.requests_to("/feed.xml")  # PyTorch was not polled
 
 
+async def test_a_polls_news_is_planned_by_one_job_per_workspace(
+    queue: Queue, store: Store, slack_fake: SlackFake
+) -> None:
+    """The poll leaves the plan to the workspaces' jobs: they exist before any ledger row,
+    each names the poll's news, and a workspace with no channel left gets none."""
+    subscribe(store, per_team=2)
+    store.unsubscribe(TEAMS[2], "C20000", "PyTorch")
+    store.unsubscribe(TEAMS[2], "C20001", "PyTorch")
+    await queue.app.tasks["poll"].defer_async(show="PyTorch")
+    await queue.drain(["poll"])
+    delivers = queue.jobs("deliver")
+    assert sorted(j["args"]["team"] for j in delivers) == sorted(TEAMS[:2])
+    assert all("keys" not in j["args"] and j["status"] == "todo" for j in delivers)
+    assert {g for j in delivers for g in j["args"]["guids"]} == {
+        "pytorch-2026-10-03", "pytorch-2026-10-02"
+    }  # fmt: skip
+    assert queue.rows() == []
+    await queue.drain()
+    rows = queue.rows()
+    assert len(rows) == 2 * 2 and {r.state for r in rows} == {"posted"}
+    # Each channel got the newest episode (a first poll's backfill: one).
+    assert keys_in(slack_fake.messages("C00001")) == [KEY]
+    assert not slack_fake.messages("C20000")
+
+
+async def test_a_late_backdated_episode_is_planned_by_the_workspaces_jobs(
+    db_url: str, store: Store, slack_fake: SlackFake, feed_server: FeedServer
+) -> None:
+    """An episode that arrives dated before the newest a plan reads is still news: the
+    poll hands its guid to the jobs, which plan over it (as `run` does)."""
+    days = list(range(30, 2, -1))
+    url = feed_server.route("/feed.xml", rss(*(rss_item(d) for d in days)), etag='"v1"')
+    settings = settings_for(db_url, url)
+    store.ensure_show("PyTorch", url, "pytorch/pytorch")
+    store.subscribe(TEAMS[0], "C0LATE", "PyTorch", recap=False)
+    async with open_queue(settings, store, slack_fake) as queue:
+        await queue.app.tasks["poll"].defer_async(show="PyTorch")
+        await queue.drain()
+        before = keys_in(slack_fake.messages("C0LATE"))
+        feed_server.route("/feed.xml", rss(*(rss_item(d) for d in [*days, 1])), etag='"v2"')
+        state = store.poll_state("PyTorch")[0]
+        store.save_fetch_state("PyTorch", dataclasses.replace(state, next_poll_at=None))
+        await queue.app.tasks["poll"].defer_async(show="PyTorch")
+        await queue.drain()
+    after = keys_in(slack_fake.messages("C0LATE"))
+    assert after == [*before, "PyTorch:pytorch-2026-10-01"]
+
+
+async def fanned_out(queue: Queue) -> list[Delivery]:
+    """The poll's episodes stored, and their digests fanned out as every plan but a poll's
+    news hands them over (an unchanged poll's, an edit's, the recovery's): ``deliver`` jobs
+    naming their items. The poll's own jobs, each planning its workspace, are cancelled."""
+    await queue.app.tasks["poll"].defer_async(show="PyTorch")
+    await queue.drain(["poll"])
+    for job in queue.jobs("deliver"):
+        await queue.app.job_manager.cancel_job_by_id_async(job["id"])
+    planned = (tasks.planned(queue.rt, team, "PyTorch", ()) for team in TEAMS)
+    items = in_date_order(i for team_items in planned for i in team_items)
+    await fanout.fan_out(queue.app, queue.rt, items)
+    return items
+
+
+def keyed(queue: Queue) -> list[dict[str, Any]]:
+    return [j for j in queue.jobs("deliver") if "keys" in j["args"]]
+
+
 async def test_fan_out_records_pending_rows_under_the_job_and_defers_nothing_twice(
     queue: Queue, store: Store
 ) -> None:
     channels = subscribe(store, per_team=3)
-    await queue.app.tasks["poll"].defer_async(show="PyTorch")
-    await queue.drain(["poll"])
-    delivers = queue.jobs("deliver")
+    await fanned_out(queue)
+    delivers = keyed(queue)
     assert len(delivers) == len(TEAMS) and {j["status"] for j in delivers} == {"todo"}
     rows = queue.rows()
     assert len(rows) == len(channels) and {r.state for r in rows} == {"pending"}
@@ -235,7 +303,7 @@ async def test_fan_out_records_pending_rows_under_the_job_and_defers_nothing_twi
     )
     assert len(items) == 3
     await fanout.fan_out(queue.app, queue.rt, items)
-    assert len(queue.jobs("deliver")) == len(TEAMS)
+    assert len(keyed(queue)) == len(TEAMS)
 
 
 async def stall(queue: Queue, job_id: int) -> None:
@@ -285,8 +353,7 @@ async def test_rows_a_clock_left_before_the_upgrade_are_delivered_once(
     """The upgrade: a clock (owner ``host:pid:tag``, gone) left rows pending and one posting
     whose post had landed; the workers' recovery delivers each channel once."""
     channels = subscribe(store, per_team=2)
-    await queue.app.tasks["poll"].defer_async(show="PyTorch")
-    await queue.drain(["poll"])
+    await fanned_out(queue)
     # As the clock left them: its own rows, no deliver job.
     with store.engine.begin() as conn:
         conn.execute(sa.text("DELETE FROM procrastinate_jobs WHERE task_name = 'deliver'"))
@@ -313,23 +380,23 @@ async def test_rows_no_longer_wanted_are_passed_over_not_recovered_for_ever(
     queue: Queue, store: Store, slack_fake: SlackFake
 ) -> None:
     subscribe(store, per_team=1)
-    await queue.app.tasks["poll"].defer_async(show="PyTorch")
-    await queue.drain(["poll"])
+    await fanned_out(queue)
     store.unsubscribe(TEAMS[0], "C00000", "PyTorch")
     await queue.drain()
-    rows = {r.team_id: r for r in queue.rows()}
-    assert rows[TEAMS[0]].state == "pending" and str(rows[TEAMS[0]].owner).startswith("passed:")
+    rows = [r for r in queue.rows() if r.team_id == TEAMS[0]]
+    assert len(rows) == 1
+    assert all(r.state == "pending" and str(r.owner).startswith("passed:") for r in rows)
     assert not slack_fake.messages("C00000")
     before = len(queue.jobs("deliver"))
     await queue.app.tasks["recover"].defer_async(timestamp=0)
     await queue.drain()
     assert len(queue.jobs("deliver")) == before
-    # Subscribed again: the next plan offers the row, and it is delivered once.
+    # Subscribed again: the next plan offers the rows, and they are delivered once.
     store.subscribe(TEAMS[0], "C00000", "PyTorch", recap=False)
-    items = tasks.rebuild(queue.rt, TEAMS[0], "episode", "PyTorch", {rows[TEAMS[0]].ident})
+    items = tasks.rebuild(queue.rt, TEAMS[0], "episode", "PyTorch", {r.ident for r in rows})
     await fanout.fan_out(queue.app, queue.rt, items)
     await queue.drain()
-    assert keys_in(slack_fake.messages("C00000")) == [rows[TEAMS[0]].key]
+    assert keys_in(slack_fake.messages("C00000")) == [KEY]
 
 
 async def test_daily_digests_go_out_through_jobs_once(

@@ -47,14 +47,26 @@ class PollResult:
             self.status == "ok" and not self.changed and not self.added
         )
 
+    def news(self, limit: int) -> tuple[str, ...] | None:
+        """The guids of the episodes this poll added or changed, when a plan can be left to
+        the workspaces' jobs (``ShowPlan.later``): news, no notice, and at most ``limit`` of
+        them (as many as a plan takes whatever their date). None: planned with the poll."""
+        news = [*self.changed, *self.added]
+        if self.status != "ok" or self.notice is not None or not news or len(news) > limit:
+            return None
+        return tuple(dict.fromkeys(e.guid for e in news))
+
 
 @dataclass(frozen=True)
 class ShowPlan:
-    """One show's way through phases 1–6: the poll, its notices, its rendered digests."""
+    """One show's way through phases 1–6: the poll, its notices, its rendered digests.
+    ``later``: phases 5–6 left to each workspace's job (``digestbot worker``), over the
+    episodes this poll added or changed (their guids) besides the newest."""
 
     poll: PollResult
     notices: tuple[Delivery, ...] = ()
     items: tuple[Delivery, ...] = ()
+    later: tuple[str, ...] | None = None
 
 
 @dataclass

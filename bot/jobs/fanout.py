@@ -1,5 +1,12 @@
-"""Fanning out: items handed to ``deliver`` jobs (:mod:`bot.jobs.tasks`) instead of
-delivered in place, so that any worker delivers them.
+"""Fanning out: ``deliver`` jobs (:mod:`bot.jobs.tasks`) instead of delivering in place,
+so that any worker delivers.
+
+A poll that brought news (``ShowPlan.later``) leaves its plan to the jobs:
+:func:`plan_per_team` defers one job per workspace following the show, which plans and
+renders that workspace's digests itself and records their rows as it delivers them, so the
+workspaces start as soon as the feed is stored, each planned by whichever worker takes it.
+Every other plan (recovery, edits, daily digests, recaps) hands its items over with
+:func:`fan_out`.
 
 Per workspace and at most ``BATCH`` channels a job, a channel's items all in one job; every
 job of one workspace shares the lock ``team:<id>``, so they run one at a time in the order
@@ -13,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from procrastinate import App
@@ -121,3 +128,29 @@ async def fan_out(
     if jobs:
         log.info("%d deliveries in %d jobs", len(wanted), jobs)
     return DeliveryReport()
+
+
+async def plan_per_team(app: App, rt: Runtime, later: Mapping[str, Sequence[str]]) -> int:
+    """A ``deliver`` job per workspace following each show of ``later`` (but those Slack
+    stopped here), planning that workspace's digests of the show over its newest episodes
+    and ``later[show]`` (the poll's news), all deferred in one statement. Returns the jobs
+    deferred."""
+    if not later:
+        return 0
+    stopped = rt.deliverer.stopped_teams
+    follows = await asyncio.to_thread(
+        lambda: {show: rt.store.subscribed_teams(show) for show in later}
+    )
+    task = app.tasks[DELIVER]
+    jobs = [
+        task.configure(lock=f"team:{team}").make_new_job(
+            team=team, kind="episode", show=show, guids=list(later[show])
+        )
+        for show, teams in follows.items()
+        for team in teams
+        if team not in stopped
+    ]
+    if jobs:
+        await app.job_manager.batch_defer_jobs_async(jobs)
+        log.info("%d workspaces to plan in %d jobs", len(jobs), len(jobs))
+    return len(jobs)

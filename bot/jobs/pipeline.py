@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TextIO
@@ -40,6 +40,7 @@ from bot.jobs.follows import deliver_follows, news
 from bot.jobs.ingest import FeedRequest, parse_limit, read_feed
 from bot.jobs.plan import (
     active_subscriptions,
+    candidate_limit,
     decide_due,
     in_date_order,
     notice_deliveries,
@@ -82,8 +83,9 @@ FETCH_CONCURRENCY = 16
 PG_CONCURRENCY = 5
 
 # Where a cycle's digests go: the deliverer itself, or (``digestbot worker``) jobs that
-# any worker delivers (``bot.jobs.fanout.fan_out``).
-FanOut = Callable[[Sequence[Delivery]], Awaitable[DeliveryReport]]
+# any worker delivers (``bot.jobs.fanout``): the digests planned here, and the shows whose
+# digests each workspace's job plans itself (``ShowPlan.later``, by show).
+FanOut = Callable[[Sequence[Delivery], Mapping[str, tuple[str, ...]]], Awaitable[DeliveryReport]]
 
 
 # -- phases 1–4: fetch, parse, extract, store ---------------------------------------------------
@@ -233,7 +235,8 @@ async def deliver_cycle(
         report.delivery = await deliverer.deliver([*notices, *items])
     else:
         report.delivery = await deliverer.deliver(notices)
-        report.delivery.merge(await fan_out(items))
+        later = {p.poll.show: p.later for p in plans if p.later is not None}
+        report.delivery.merge(await fan_out(items, later))
     await record_notices(store, report)
     return report
 
@@ -256,6 +259,7 @@ class Cycle:
     unfinished: frozenset[str | None] = frozenset()  # shows with ledger rows still owed
     book: PollBook | None = None
     only_due: bool = False  # the clock's: a show polled within its interval is skipped
+    plan_later: bool = False  # the worker's: a poll's news planned by each workspace's job
 
     async def show(self, show: ShowConfig) -> ShowPlan:
         """Phases 1–6 for one show, within the gate."""
@@ -276,6 +280,9 @@ class Cycle:
             )
             if poll.status == "not_due":
                 return ShowPlan(poll)  # the clock that polled it planned and delivered
+            later = poll.news(candidate_limit(self.settings)) if self.plan_later else None
+            if later is not None:
+                return ShowPlan(poll, later=later)
             stopped = tuple(self.deliverer.stopped_teams)
             ledger = self.deliverer.ledger
             owed = self.unfinished
@@ -339,7 +346,7 @@ async def run_once(
         cycle = Cycle(
             settings, store, http_client, now, deliverer, renderer,
             poll_gate or poll_limit(ledger), parse_gate or parse_limit(), unfinished, book,
-            only_due,
+            only_due, plan_later=fan_out is not None,
         )  # fmt: skip
         plans = await asyncio.gather(*(cycle.show(s) for s in shows))
         await finish_polls(store, book)  # before delivery: record_notices writes after it

@@ -55,6 +55,12 @@ def active_subscriptions(
     return [s for s in subs if not s.paused and s.team_id not in stopped]
 
 
+def candidate_limit(settings: Settings) -> int:
+    """The newest episodes a plan decides over (and the most new ones it takes whatever
+    their date)."""
+    return max(CANDIDATES, settings.backfill)
+
+
 def plan_state(
     settings: Settings,
     store: Store,
@@ -67,7 +73,7 @@ def plan_state(
 ) -> PlanState:
     """What to decide over: the show's newest stored episodes plus those this poll changed
     or added, when the store first had each, and the ledger's rows for them."""
-    limit = max(CANDIDATES, settings.backfill)
+    limit = candidate_limit(settings)
     recent = store.recent(limit, [show])
     # A few new items are a normal poll, and each is a candidate whatever its date (a late,
     # backdated episode too); thousands are a first read of the archive, which the newest

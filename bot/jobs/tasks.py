@@ -4,13 +4,16 @@
   show whose stored next poll comes within the minute, scheduled at it; at most one waits
   per show (``queueing_lock``) and one runs (``lock``): polls never pile up or overlap.
 - ``poll``: one show through the pipeline's phases (``bot.jobs.pipeline.run_once``, the
-  same code as ``run --once`` and the clock), its notices and follow DMs delivered here,
-  its digests handed to :func:`bot.jobs.fanout.fan_out`: ``deliver`` jobs per workspace
-  (one at a time per workspace, in order: ``TEAM_POSTS_PER_SECOND`` paced by one worker).
-- ``deliver``: its items made again from the plan (as the recovery always has: episodes
-  by their show's decision, recaps and daily digests by their jobs) and delivered through
-  the ledger's protocol. A retried job (its worker died) has the same id, so it finds
-  its ``posting`` rows as its own and looks in the channel before posting them again.
+  same code as ``run --once`` and the clock), its notices and follow DMs delivered here.
+  News leaves the plan to a ``deliver`` job per workspace following the show
+  (:func:`bot.jobs.fanout.plan_per_team`); any other plan's digests go to
+  :func:`bot.jobs.fanout.fan_out`. Either way a workspace's jobs run one at a time, in
+  order (``TEAM_POSTS_PER_SECOND`` paced by one worker).
+- ``deliver``: a workspace's digests of a show planned here (:func:`planned`), or the items
+  a plan named made again (as the recovery always has: episodes by their show's decision,
+  recaps and daily digests by their jobs), delivered through the ledger's protocol. A
+  retried job (its worker died) has the same id, so it finds its ``posting`` rows as its
+  own and looks in the channel before posting them again.
 - ``daily``, ``recap``: the daily digests and the weekly recap due now, fanned out.
 - ``enrich``: GitHub's PR details for one repository (``queueing_lock`` per repository),
   and the edits they call for, fanned out.
@@ -25,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +42,7 @@ from bot.delivery.items import Delivery, DeliveryReport
 from bot.jobs.cycle import PollResult
 from bot.jobs.daily import daily_deliveries, recoverable_dailies
 from bot.jobs.enrichment import enrich_shows
-from bot.jobs.fanout import DELIVER, UNFINISHED, defer_deliveries, fan_out
+from bot.jobs.fanout import DELIVER, UNFINISHED, defer_deliveries, fan_out, plan_per_team
 from bot.jobs.follows import recoverable_dms
 from bot.jobs.pipeline import plan_show, run_once
 from bot.jobs.plan import active_subscriptions, decide_due, in_date_order, plan_state, render_due
@@ -157,7 +160,10 @@ async def poll(context: JobContext, show: str) -> str:
     if show not in rt.file_shows:  # added from Slack: among the shows, as `live` has it
         settings = settings.model_copy(update={"shows": [*settings.shows, config]})
 
-    async def handed_on(items: Sequence[Delivery]) -> DeliveryReport:
+    async def handed_on(
+        items: Sequence[Delivery], later: Mapping[str, tuple[str, ...]]
+    ) -> DeliveryReport:
+        await plan_per_team(context.app, rt, later)
         return await fan_out(context.app, rt, items, _owner(context))
 
     report = await run_once(
@@ -186,14 +192,7 @@ def rebuild(rt: Runtime, team: str, kind: str, show: str | None, wanted: set[Ide
     items: list[Delivery] = []
     if kind == "episode" and show is not None:
         channels = {channel for _, channel, _, _ in wanted}
-        subs = [
-            s
-            for s in active_subscriptions(store, show, rt.deliverer.stopped_teams, team)
-            if s.channel_id in channels
-        ]
-        if subs:
-            state = plan_state(settings, store, rt.deliverer.ledger, show, subs)
-            items = render_due(settings, renderer, decide_due(settings, state), state.news)
+        items = team_digests(rt, settings, team, show, channels)
     elif kind == "recap":
         items = recoverable_recaps(settings, store, renderer, now, wanted)
     elif kind == "daily":
@@ -203,14 +202,62 @@ def rebuild(rt: Runtime, team: str, kind: str, show: str | None, wanted: set[Ide
     return in_date_order(i for i in items if i.ident in wanted)
 
 
+def team_digests(
+    rt: Runtime,
+    settings: Settings,
+    team: str,
+    show: str,
+    channels: set[str] | None = None,
+    guids: Sequence[str] = (),
+) -> list[Delivery]:
+    """The show's digests due in the workspace (in ``channels`` only, when given), planned
+    over its newest episodes and those of ``guids`` whatever their date."""
+    store = rt.store
+    subs = [
+        s
+        for s in active_subscriptions(store, show, rt.deliverer.stopped_teams, team)
+        if channels is None or s.channel_id in channels
+    ]
+    if not subs:
+        return []
+    news = [e for guid in guids if (e := store.episode(show, guid)) is not None]
+    state = plan_state(settings, store, rt.deliverer.ledger, show, subs, changed=news)
+    return render_due(settings, rt.renderer, decide_due(settings, state), state.news)
+
+
+def planned(rt: Runtime, team: str, show: str, guids: Sequence[str]) -> list[Delivery]:
+    """A workspace's digests of ``show`` as a poll's news leaves them to plan
+    (:func:`bot.jobs.fanout.plan_per_team`), in the order a channel gets them."""
+    settings = live(rt.settings, rt.store)
+    teach_repos(rt.renderer, settings, rt.store)
+    return in_date_order(team_digests(rt, settings, team, show, guids=guids))
+
+
 async def deliver(
-    context: JobContext, team: str, kind: str, keys: list[list[str]], show: str | None = None
+    context: JobContext,
+    team: str,
+    kind: str,
+    keys: list[list[str]] | None = None,
+    show: str | None = None,
+    guids: list[str] | None = None,
 ) -> str:
+    """``keys``: the items a plan fanned out, made again; None: the workspace's digests of
+    ``show`` planned here (a poll's news: ``guids``)."""
     logs.enter(team=team, show=show)
     rt = runtime(context)
     owner = _owner(context)
+    if keys is None:
+        assert show is not None
+        items = await asyncio.to_thread(planned, rt, team, show, guids or ())
+        return await _deliver(rt, owner, team, kind, items, set())
     wanted = {(team, channel, kind, key) for channel, key in keys}
     items = await asyncio.to_thread(rebuild, rt, team, kind, show, wanted)
+    return await _deliver(rt, owner, team, kind, items, wanted)
+
+
+async def _deliver(
+    rt: Runtime, owner: str, team: str, kind: str, items: list[Delivery], wanted: set[Ident]
+) -> str:
     log.info("%s delivers %d %s items to team %s", owner, len(items), kind, team)
     report = await rt.deliverer.acting_as(owner).deliver(items)
     passed = wanted - {i.ident for i in items}

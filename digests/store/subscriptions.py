@@ -19,6 +19,21 @@ from digests.types import Subscription
 _SOURCES = ("config", "slash")
 
 
+@functools.cache
+def _teams_following() -> sa.Select[Any]:
+    c = subscriptions.c
+    return (
+        sa.select(c.team_id)
+        .where(
+            c.show == sa.bindparam("show", type_=c.show.type),
+            c.paused_reason.is_(None),
+            c.unsubscribed_at.is_(None),
+        )
+        .group_by(c.team_id)
+        .order_by(c.team_id)
+    )
+
+
 def _subscription(row: sa.Row[Any]) -> Subscription:
     return Subscription(
         team_id=row.team_id,
@@ -269,6 +284,12 @@ class SubscriptionsMixin:
         stmt = _listing(tuple(params), include_paused, include_unsubscribed)
         with self._db.transaction("listing subscriptions", write=False) as conn:
             return [_subscription(row) for row in conn.execute(stmt, params)]
+
+    def subscribed_teams(self, show: str) -> list[str]:
+        """The workspaces with a channel following ``show`` and not paused, in order."""
+        stmt = _teams_following()
+        with self._db.transaction("listing a show's workspaces", write=False) as conn:
+            return list(conn.execute(stmt, {"show": show}).scalars())
 
     def pause_subscriptions(
         self, team_id: str, channel_id: str, reason: str, now: datetime
