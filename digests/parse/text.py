@@ -303,6 +303,19 @@ def _inline_to_text(text: str) -> str:
 
 # Characters libxml2 keeps in text that lxml's path then refuses to set.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# The C0 controls but tab and the line ends, and what a podcast's text reads them as: as
+# html.unescape reads a reference to one (HTML's rule, and what the paths that read most
+# show notes without lxml give), nothing, but a form feed (whitespace in HTML) a space.
+_C0 = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_C0_TEXT = {code: None for code in range(0x20) if code not in (0x09, 0x0A, 0x0D)} | {0x0C: " "}
+
+
+def without_controls(text: str) -> str:
+    """``text`` with its C0 control characters (but tab, newline and CR) deleted, a form
+    feed read as a space (see ``_C0_TEXT``)."""
+    return text.translate(_C0_TEXT) if _C0.search(text) is not None else text
+
+
 # Markup split at its tags (name with any "/", then the attributes), each a tag the simple
 # path knows or not: a "<" that opens no tag of this form stays in the text between. The
 # attributes are _ATTRS made possessive (a sixth faster here, the same splits: nothing in
@@ -545,6 +558,8 @@ def _plain_link(parts: list[str], i: int) -> bool:
 
 
 def _lxml_html_to_text(markup: str) -> str:
+    if _C0.search(markup) is not None:
+        markup = markup.translate(_C0_TEXT)  # as lxml's text could not hold them
     try:
         root = etree.fromstring(markup, html_parser())
     except (etree.ParserError, ValueError):
@@ -552,7 +567,12 @@ def _lxml_html_to_text(markup: str) -> str:
         return paragraphs(html.unescape(_strip_tags(markup)))
     if root is None:
         return ""
-    return html_document_text(root, markup)
+    try:
+        return html_document_text(root, markup)
+    except ValueError:
+        # A reference to a control character in a text the tree's change had to set
+        # (lxml refuses it): read the tree as parsed, in Python.
+        return element_text(etree.fromstring(markup, html_parser()))
 
 
 # A tag name that _BLOCK, _SKIP or "a" matches only as element_text reads it: after a
@@ -584,7 +604,9 @@ def html_document_text(root: etree._Element, markup: str) -> str:
         else:
             el.text = ("\n\n- " if el.tag == "li" else "\n\n") + (el.text or "")
             el.tail = "\n\n" + (el.tail or "")
-    return paragraphs(etree.tostring(root, method="text", encoding="unicode"))
+    text = etree.tostring(root, method="text", encoding="unicode")
+    # libxml2 reads a reference to a control character as the character.
+    return paragraphs(without_controls(text) if "&#" in markup else text)
 
 
 def element_text(root: etree._Element) -> str:
@@ -613,7 +635,7 @@ def element_text(root: etree._Element) -> str:
             _closed(name, el, out)
         if not skipping and el.tail:
             out.append(el.tail)
-    return paragraphs("".join(out))
+    return paragraphs(without_controls("".join(out)))
 
 
 def _opened(name: str, el: etree._Element, out: list[str]) -> None:
