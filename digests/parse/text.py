@@ -192,7 +192,7 @@ def to_text(value: str | None, *, from_xml: bool = False) -> str:
     if not value:
         return ""
     value = cap(value, MAX_TEXT * 2)
-    if "<" in value and "github.com" in value and _A_OPEN.search(value) is not None:
+    if "<" in value and _links_github(value):
         # A link that may name a PR, whose href must survive: the tag-by-tag path when
         # every tag is simple and every such link plain, else lxml (none of the checks
         # for the simple path below, each a scan of the markup, could spare the tree).
@@ -262,6 +262,16 @@ _INLINE_TAG = re.compile(rf"<(?:/(?i:br)|/?(?i:{_INLINE}))\b{_ATTRS}>")
 _A_OPEN = re.compile(r"<[aA]\b")
 
 
+def _links_github(markup: str) -> bool:
+    """Whether ``markup`` opens an <a> and names github.com, in any case (a host is
+    case-insensitive: "GitHub.com" is github.com): it may link a PR, whose href must
+    survive. Nearly every feed writes the host in lower case, found by ``in``; only markup
+    with a link and without it is lowered to look again."""
+    if "github.com" in markup:
+        return _A_OPEN.search(markup) is not None
+    return _A_OPEN.search(markup) is not None and "github.com" in markup.lower()
+
+
 def html_to_text(markup: str) -> str:
     """Plain text of an HTML fragment: block elements become paragraph breaks."""
     simple = _simple_html_to_text(markup)
@@ -280,7 +290,7 @@ def _simple_html_to_text(markup: str) -> str | None:
 
 def _simple_markup_to_text(markup: str) -> str | None:
     """``_simple_html_to_text`` of markup whose every "<" opens a simple tag."""
-    if "github.com" in markup and _A_OPEN.search(markup):
+    if _links_github(markup):
         return None  # a PR link's href must survive: lxml path appends it
     text = _LI_OPEN.sub("\n\n- ", markup) if "<l" in markup or "<L" in markup else markup
     return _blocks_to_text(text)
@@ -427,8 +437,7 @@ def _continued_text(description: str, content: str) -> tuple[str, str] | None:
     if (
         len(content) > MAX_TEXT * 2
         or not description.endswith(">")
-        or "github.com" not in description
-        or _A_OPEN.search(description) is None
+        or not _links_github(description)
     ):
         return None
     first = _linked_joined(description)
