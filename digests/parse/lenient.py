@@ -16,7 +16,9 @@ What is repaired, each noted in ``Repaired.notes`` (what the show's status says)
 - HTML named entities (``&nbsp;``, ``&rsquo;``): the characters they name; an unknown one,
   and a bare ``&``, read as text;
 - prefixes used without their ``xmlns`` declaration: the well-known ones bound to their
-  namespaces, any other to a placeholder so the element still reads.
+  namespaces, any other to a placeholder so the element still reads;
+- C0 control characters, raw or referred to (``&#1;``): deleted, a form feed read as a
+  space (as ``html.unescape`` reads a reference to one in show notes).
 
 A document cut off is not repaired here: ``feeds.read_feed`` keeps the items that ended
 before the cut (``truncated``).
@@ -69,9 +71,13 @@ _UNKNOWN_PREFIX = "urn:x-digestbot:undeclared:"
 _BARE_AMP = re.compile(rb"&(?!#?[A-Za-z0-9]{1,41};)")
 _AMP = re.compile(rb"&")
 # A reference XML does not read as written: any name but its five, a numeric one it may
-# refuse (&#0;, &#X41;). The common ones (&amp;, &#8217;) are not matched at all.
+# refuse (&#0;, &#X41;, one to a control character: &#1;, &#x0B;). The common ones (&amp;,
+# &#8217;) are not matched at all.
 _FIX_REF = re.compile(
-    rb"&(?!(?:amp|lt|gt|quot|apos|#[1-9][0-9]{0,6}|#x[0-9a-fA-F]{1,6});)(#?[A-Za-z0-9]{1,41});"
+    rb"&(?!(?:amp|lt|gt|quot|apos"
+    rb"|#(?![1-8];|1[124-9];|2[0-9];|3[01];)[1-9][0-9]{0,6}"
+    rb"|#x(?!0*(?:[0-8bBcCeEfF]|1[0-9a-fA-F]);)[0-9a-fA-F]{1,6});)"
+    rb"(#?[A-Za-z0-9]{1,41});"
 )
 _NAMED_REF = re.compile(rb"&(?!(?:amp|lt|gt|quot|apos);)[A-Za-z][A-Za-z0-9]{0,40};")
 _XML_DECL = re.compile(rb"<\?xml[^>]{0,400}\?>")
@@ -85,11 +91,15 @@ _ATTR_PREFIX = re.compile(rb"\s([A-Za-z_][\w.-]{0,40})\Z")
 _PREFIX_DECL = re.compile(rb"""xmlns:([A-Za-z_][\w.-]{0,40})\s*=""")
 _ELEMENT = re.compile(rb"<[A-Za-z]")
 _START_TAG = re.compile(rb"<([A-Za-z_][\w.:-]{0,100})")
-# Characters XML 1.0 does not allow, as UTF-8 (surrogates cannot be valid UTF-8): the C0
-# controls but tab and line ends, U+FFFE and U+FFFF.
-_NOT_XML_CHAR = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]|\xef\xbf[\xbe\xbf]")
 _REPLACEMENT = "\ufffd".encode()
 _CONTROLS = bytes(range(0x00, 0x09)) + b"\x0b\x0c" + bytes(range(0x0E, 0x20))
+# A control character is deleted, a form feed read as a space: as text.without_controls
+# (HTML's reading of a reference to one), so a feed reads alike whichever way it spells it.
+_FORM_FEED_AS_SPACE = bytes.maketrans(b"\x0c", b" ")
+_DELETED_CONTROLS = _CONTROLS.replace(b"\x0c", b"")
+# The other characters XML 1.0 does not allow, as UTF-8 (surrogates cannot be valid UTF-8):
+# U+FFFE and U+FFFF, read as U+FFFD.
+_NOT_XML_NONCHARACTER = re.compile(rb"\xef\xbf[\xbe\xbf]")
 _UTF8_BOM = codecs.BOM_UTF8
 # UTF-8 checked a piece at a time: no str of the whole document is made to validate it.
 _CHECK_PIECE = 1 << 20
@@ -150,7 +160,9 @@ def repair(data: bytes) -> Repaired:
     text = _declare_prefixes(text, notes)
     if _has_control_characters(text):
         notes.append("control characters")
-        text = _NOT_XML_CHAR.sub(_REPLACEMENT, text)
+        text = _NOT_XML_NONCHARACTER.sub(
+            _REPLACEMENT, text.translate(_FORM_FEED_AS_SPACE, _DELETED_CONTROLS)
+        )
     return Repaired(text, tuple(notes))
 
 
@@ -315,6 +327,8 @@ def _reference(match: re.Match[bytes], notes: _Notes) -> bytes:
         if code in (9, 10, 13) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0x10FFFF:
             return f"&#{code};".encode()
         notes.append(f"invalid character reference &{name};")
+        if 0 < code < 0x20:
+            return b" " if code == 0x0C else b""  # a control character: see _DELETED_CONTROLS
         return _REPLACEMENT
     value = html5.get(name + ";")
     if value is None:
@@ -354,7 +368,8 @@ def _attribute_prefixes(text: bytes) -> set[str]:
 
 
 def _has_control_characters(text: bytes) -> bool:
-    """Whether ``text`` holds a character XML 1.0 does not allow (see ``_NOT_XML_CHAR``),
+    """Whether ``text`` holds a character XML 1.0 does not allow (``_CONTROLS``, U+FFFE,
+    U+FFFF),
     checked a piece at a time by deleting the C0 controls (faster than a scan for them)."""
     if b"\xef\xbf\xbe" in text or b"\xef\xbf\xbf" in text:
         return True

@@ -192,7 +192,7 @@ def to_text(value: str | None, *, from_xml: bool = False) -> str:
     if not value:
         return ""
     value = cap(value, MAX_TEXT * 2)
-    if "<" in value and "github.com" in value and _A_OPEN.search(value) is not None:
+    if "<" in value and _links_github(value):
         # A link that may name a PR, whose href must survive: the tag-by-tag path when
         # every tag is simple and every such link plain, else lxml (none of the checks
         # for the simple path below, each a scan of the markup, could spare the tree).
@@ -262,6 +262,16 @@ _INLINE_TAG = re.compile(rf"<(?:/(?i:br)|/?(?i:{_INLINE}))\b{_ATTRS}>")
 _A_OPEN = re.compile(r"<[aA]\b")
 
 
+def _links_github(markup: str) -> bool:
+    """Whether ``markup`` opens an <a> and names github.com, in any case (a host is
+    case-insensitive: "GitHub.com" is github.com): it may link a PR, whose href must
+    survive. Nearly every feed writes the host in lower case, found by ``in``; only markup
+    with a link and without it is lowered to look again."""
+    if "github.com" in markup:
+        return _A_OPEN.search(markup) is not None
+    return _A_OPEN.search(markup) is not None and "github.com" in markup.lower()
+
+
 def html_to_text(markup: str) -> str:
     """Plain text of an HTML fragment: block elements become paragraph breaks."""
     simple = _simple_html_to_text(markup)
@@ -280,7 +290,7 @@ def _simple_html_to_text(markup: str) -> str | None:
 
 def _simple_markup_to_text(markup: str) -> str | None:
     """``_simple_html_to_text`` of markup whose every "<" opens a simple tag."""
-    if "github.com" in markup and _A_OPEN.search(markup):
+    if _links_github(markup):
         return None  # a PR link's href must survive: lxml path appends it
     text = _LI_OPEN.sub("\n\n- ", markup) if "<l" in markup or "<L" in markup else markup
     return _blocks_to_text(text)
@@ -303,6 +313,19 @@ def _inline_to_text(text: str) -> str:
 
 # Characters libxml2 keeps in text that lxml's path then refuses to set.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# The C0 controls but tab and the line ends, and what a podcast's text reads them as: as
+# html.unescape reads a reference to one (HTML's rule, and what the paths that read most
+# show notes without lxml give), nothing, but a form feed (whitespace in HTML) a space.
+_C0 = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_C0_TEXT = {code: None for code in range(0x20) if code not in (0x09, 0x0A, 0x0D)} | {0x0C: " "}
+
+
+def without_controls(text: str) -> str:
+    """``text`` with its C0 control characters (but tab, newline and CR) deleted, a form
+    feed read as a space (see ``_C0_TEXT``)."""
+    return text.translate(_C0_TEXT) if _C0.search(text) is not None else text
+
+
 # Markup split at its tags (name with any "/", then the attributes), each a tag the simple
 # path knows or not: a "<" that opens no tag of this form stays in the text between. The
 # attributes are _ATTRS made possessive (a sixth faster here, the same splits: nothing in
@@ -414,8 +437,7 @@ def _continued_text(description: str, content: str) -> tuple[str, str] | None:
     if (
         len(content) > MAX_TEXT * 2
         or not description.endswith(">")
-        or "github.com" not in description
-        or _A_OPEN.search(description) is None
+        or not _links_github(description)
     ):
         return None
     first = _linked_joined(description)
@@ -545,6 +567,8 @@ def _plain_link(parts: list[str], i: int) -> bool:
 
 
 def _lxml_html_to_text(markup: str) -> str:
+    if _C0.search(markup) is not None:
+        markup = markup.translate(_C0_TEXT)  # as lxml's text could not hold them
     try:
         root = etree.fromstring(markup, html_parser())
     except (etree.ParserError, ValueError):
@@ -552,7 +576,12 @@ def _lxml_html_to_text(markup: str) -> str:
         return paragraphs(html.unescape(_strip_tags(markup)))
     if root is None:
         return ""
-    return html_document_text(root, markup)
+    try:
+        return html_document_text(root, markup)
+    except ValueError:
+        # A reference to a control character in a text the tree's change had to set
+        # (lxml refuses it): read the tree as parsed, in Python.
+        return element_text(etree.fromstring(markup, html_parser()))
 
 
 # A tag name that _BLOCK, _SKIP or "a" matches only as element_text reads it: after a
@@ -584,7 +613,9 @@ def html_document_text(root: etree._Element, markup: str) -> str:
         else:
             el.text = ("\n\n- " if el.tag == "li" else "\n\n") + (el.text or "")
             el.tail = "\n\n" + (el.tail or "")
-    return paragraphs(etree.tostring(root, method="text", encoding="unicode"))
+    text = etree.tostring(root, method="text", encoding="unicode")
+    # libxml2 reads a reference to a control character as the character.
+    return paragraphs(without_controls(text) if "&#" in markup else text)
 
 
 def element_text(root: etree._Element) -> str:
@@ -613,7 +644,7 @@ def element_text(root: etree._Element) -> str:
             _closed(name, el, out)
         if not skipping and el.tail:
             out.append(el.tail)
-    return paragraphs("".join(out))
+    return paragraphs(without_controls("".join(out)))
 
 
 def _opened(name: str, el: etree._Element, out: list[str]) -> None:
