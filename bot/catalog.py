@@ -11,6 +11,9 @@ addresses only, every hop) and its own size cap, never the config's ``allow_priv
 
 from __future__ import annotations
 
+from pydantic import ConfigDict
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+
 from config.settings import Settings, ShowConfig
 from digests.render.renderer import Renderer
 from digests.sources.added_feeds import policy as added_policy
@@ -19,6 +22,7 @@ from digests.store import Store
 from digests.store.shows import AddedShow as AddedRow
 
 
+@pydantic_dataclass(slots=True, config=ConfigDict(extra="forbid"))
 class AddedShow(ShowConfig):
     """A show added from Slack, as the pipeline polls it (a ``ShowConfig`` with its team)."""
 

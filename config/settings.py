@@ -19,6 +19,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from digests.decide.daily import DEFAULT_TIME, BadTime, parse_time_of_day
@@ -87,7 +88,12 @@ class _Strict(BaseModel):
 ShowName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_SHOW_NAME)]
 
 
-class ShowConfig(_Strict):
+# A slotted dataclass, not a model: a worker holds every show of the config file from its
+# start, and a model's instance costs about four times the memory.
+@pydantic_dataclass(slots=True, config=ConfigDict(extra="forbid"))
+class ShowConfig:
+    """One show of the config file (``[[shows]]``)."""
+
     name: ShowName
     feed: str = Field(min_length=1)
     repo: str = Field(default=DEFAULT_REPO, max_length=MAX_REPO)
