@@ -18,7 +18,9 @@ What is repaired, each noted in ``Repaired.notes`` (what the show's status says)
 - prefixes used without their ``xmlns`` declaration: the well-known ones bound to their
   namespaces, any other to a placeholder so the element still reads;
 - C0 control characters, raw or referred to (``&#1;``): deleted, a form feed read as a
-  space (as ``html.unescape`` reads a reference to one in show notes).
+  space (as ``html.unescape`` reads a reference to one in show notes); a reference to any
+  other code point XML forbids (a surrogate, U+FFFE, U+FFFF, one above U+10FFFF, NUL):
+  deleted too.
 
 A document cut off is not repaired here: ``feeds.read_feed`` keeps the items that ended
 before the cut (``truncated``).
@@ -71,12 +73,21 @@ _UNKNOWN_PREFIX = "urn:x-digestbot:undeclared:"
 _BARE_AMP = re.compile(rb"&(?!#?[A-Za-z0-9]{1,41};)")
 _AMP = re.compile(rb"&")
 # A reference XML does not read as written: any name but its five, a numeric one it may
-# refuse (&#0;, &#X41;, one to a control character: &#1;, &#x0B;). The common ones (&amp;,
-# &#8217;) are not matched at all.
+# refuse (&#0;, &#X41;, one to a code point XML forbids: a control character, &#1;, &#x0B;;
+# a surrogate, &#xD800;, &#55296;; U+FFFE, U+FFFF; one above U+10FFFF, &#x110000;,
+# &#1114112;). The common ones (&amp;, &#8217;) are not matched at all.
 _FIX_REF = re.compile(
     rb"&(?!(?:amp|lt|gt|quot|apos"
-    rb"|#(?![1-8];|1[124-9];|2[0-9];|3[01];)[1-9][0-9]{0,6}"
-    rb"|#x(?!0*(?:[0-8bBcCeEfF]|1[0-9a-fA-F]);)[0-9a-fA-F]{1,6});)"
+    # Decimal: to a control (1-8, 11, 12, 14-31), a surrogate (55296-57343), 65534 or
+    # 65535, or above 1114111 (seven digits; eight and more are not let through at all).
+    rb"|#(?!(?:[1-8]|1[124-9]|2[0-9]|3[01]"
+    rb"|5(?:5(?:29[6-9]|[3-9][0-9]{2})|6[0-9]{3}|7(?:[0-2][0-9]{2}|3(?:[0-3][0-9]|4[0-3])))"
+    rb"|6553[45]|[2-9][0-9]{6}"
+    rb"|1(?:[2-9][0-9]{5}|1(?:[2-9][0-9]{4}|1(?:[5-9][0-9]{3}|4(?:[2-9][0-9]{2}"
+    rb"|1(?:[2-9][0-9]|1[2-9]))))));)[1-9][0-9]{0,6}"
+    # Hex, any leading zeros: a control, a surrogate, FFFE or FFFF, or above 10FFFF.
+    rb"|#x(?!0*(?:[0-8bBcCeEfF]|1[0-9a-fA-F]|[dD][89a-fA-F][0-9a-fA-F]{2}|[fF]{3}[eEfF]"
+    rb"|1[1-9a-fA-F][0-9a-fA-F]{4}|[2-9a-fA-F][0-9a-fA-F]{5});)[0-9a-fA-F]{1,6});)"
     rb"(#?[A-Za-z0-9]{1,41});"
 )
 _NAMED_REF = re.compile(rb"&(?!(?:amp|lt|gt|quot|apos);)[A-Za-z][A-Za-z0-9]{0,40};")
@@ -324,12 +335,13 @@ def _reference(match: re.Match[bytes], notes: _Notes) -> bytes:
         except ValueError:
             notes.append(f"invalid character reference &{name};")
             return f"&amp;{name};".encode()
-        if code in (9, 10, 13) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0x10FFFF:
+        if code in (9, 10, 13) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD or (
+            0x10000 <= code <= 0x10FFFF
+        ):
             return f"&#{code};".encode()
         notes.append(f"invalid character reference &{name};")
-        if 0 < code < 0x20:
-            return b" " if code == 0x0C else b""  # a control character: see _DELETED_CONTROLS
-        return _REPLACEMENT
+        # A code point XML forbids: deleted, as a control character is (_DELETED_CONTROLS).
+        return b" " if code == 0x0C else b""
     value = html5.get(name + ";")
     if value is None:
         notes.append(f"unknown entity &{name};")
