@@ -20,7 +20,10 @@ _NEWLINES = re.compile(r"\n\n+")
 _SPACES_LINE = re.compile(r"\n +\n")
 # '<' followed by something tag-like: "a < b" is text, "<p>" and "</p>" are markup.
 _LOOKS_HTML = re.compile(r"<[A-Za-z/!?]")
-_GITHUB_PULL = re.compile(r"^(?:https?://)?(?:www\.)?github\.com/[\w.-]+/[\w.-]+/pull/\d+", re.I)
+# A PR's URL. Its scheme and host match in ASCII only ((?a:…)): re.I alone is Unicode's
+# case folding, which makes "gıthub.com" (dotless ı), "GİTHUB.COM" and "httpſ" GitHub's.
+_PULL_URL = r"(?a:(?:https?://)?(?:www\.)?github\.com/)[\w.-]+/[\w.-]+/pull/\d+"
+_GITHUB_PULL = re.compile("^" + _PULL_URL, re.I)
 
 # Elements whose end is a paragraph break; everything else is inline.
 _BLOCK = frozenset(
@@ -351,7 +354,7 @@ _TAG_TEXT = {
 # The same when that href is a PR's (_GITHUB_PULL's): most links this path looks at, read
 # by one match.
 _PULL_HREF_FIRST = re.compile(
-    r"""\s+(?i:href)\s*=\s*"((?i:(?:https?://)?(?:www\.)?github\.com/[\w.-]+/[\w.-]+/pull/\d+)"""
+    rf"""\s+(?i:href)\s*=\s*"((?i:{_PULL_URL})"""
     r'[^"<>]*)"'
 )
 _HREF_FIRST = re.compile(r"""\s+(?i:href)\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')""")
