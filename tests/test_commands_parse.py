@@ -278,6 +278,8 @@ def test_a_misspelt_quoted_show_gets_the_real_name_suggested(text: str) -> None:
         ("pr https://www.github.com/pytorch/pytorch/pull/5?notification=1", 5, "pytorch/pytorch"),
         # Another repository's link: that repository's PR.
         ("pr https://github.com/rust-lang/rust/pull/42", 42, "rust-lang/rust"),
+        # A host in capitals is github.com (case is ASCII's).
+        ("pr HTTPS://GitHub.COM/pytorch/pytorch/pull/7", 7, "pytorch/pytorch"),
     ],
 )
 def test_pr_takes_a_pasted_github_link(text: str, number: int, repo: str) -> None:
@@ -289,6 +291,10 @@ def test_pr_takes_a_pasted_github_link(text: str, number: int, repo: str) -> Non
     [
         ("pr https://github.com/pytorch/pytorch/issues/199001", "is not a pull-request number"),
         ("pr https://example.com/pull/199001", "is not a pull-request number"),
+        # Look-alike hosts only Unicode's case folding makes github.com: not GitHub.
+        ("pr https://g\u0131thub.com/pytorch/pytorch/pull/199001", "is not a pull-request number"),
+        ("pr https://G\u0130THUB.COM/pytorch/pytorch/pull/199001", "is not a pull-request number"),
+        ("pr http\u017f://github.com/pytorch/pytorch/pull/199001", "is not a pull-request number"),
         ("pr https://github.com/pytorch/pytorch/pull/0", "PR numbers start at 1"),
         ("pr https://github.com/pytorch/pytorch/pull/99999999999", "too large"),
     ],

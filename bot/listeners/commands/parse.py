@@ -78,9 +78,11 @@ _PR_RE = re.compile(r"^#?(\d+)$")
 _NEGATIVE_PR_RE = re.compile(r"^#?-\d+$")
 _URL_RE = re.compile(r"^https?://\S+$", re.IGNORECASE)
 # A pasted pull-request link: github.com/<owner>/<repo>/pull/<n>, maybe with /files, a query
-# or an anchor after it. Any repository: the archive is searched by number alone.
+# or an anchor after it. Any repository: the archive is searched by number alone. Scheme
+# and host in ASCII case only ((?a:…)): IGNORECASE alone would take "gıthub.com".
 _PR_LINK_RE = re.compile(
-    r"^https?://(?:www\.)?github\.com/([\w.-]+/[\w.-]+)/pull/(\d+)(?:[/?#]\S*)?$", re.IGNORECASE
+    r"^(?a:https?://(?:www\.)?github\.com/)([\w.-]+/[\w.-]+)/pull/(\d+)(?:[/?#]\S*)?$",
+    re.IGNORECASE,
 )
 # The label the bot prints for a PR of another repository (``digests.render.prs``).
 _PR_LABEL_RE = re.compile(r"^([\w.-]+/[\w.-]+)#(\d+)$")
