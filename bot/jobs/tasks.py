@@ -247,7 +247,8 @@ async def deliver(
     rt = runtime(context)
     owner = _owner(context)
     if keys is None:
-        assert show is not None
+        if show is None:
+            raise ValueError("a deliver job that names no items must name its show")
         items = await asyncio.to_thread(planned, rt, team, show, guids or ())
         return await _deliver(rt, owner, team, kind, items, set())
     wanted = {(team, channel, kind, key) for channel, key in keys}
