@@ -268,6 +268,46 @@ async def test_a_late_backdated_episode_is_planned_by_the_workspaces_jobs(
     assert after == [*before, "PyTorch:pytorch-2026-10-01"]
 
 
+async def test_a_late_episode_whose_job_failed_for_good_is_recovered_not_passed_over(
+    db_url: str, store: Store, slack_fake: SlackFake, feed_server: FeedServer
+) -> None:
+    """The late episode's workspace job recorded its row and then failed on every try (Slack
+    down for the channel): the recovery hands the row to a job naming it, which plans over
+    it whatever its date, and posts it once (it was passed over: its rebuild read the
+    newest episodes only)."""
+    days = list(range(30, 2, -1))
+    url = feed_server.route("/feed.xml", rss(*(rss_item(d) for d in days)), etag='"v1"')
+    settings = settings_for(db_url, url)
+    store.ensure_show("PyTorch", url, "pytorch/pytorch")
+    store.subscribe(TEAMS[0], "C0LATE", "PyTorch", recap=False)
+    late = "PyTorch:pytorch-2026-10-01"
+    async with open_queue(settings, store, slack_fake) as queue:
+        await queue.app.tasks["poll"].defer_async(show="PyTorch")
+        await queue.drain()
+        before = keys_in(slack_fake.messages("C0LATE"))
+        feed_server.route("/feed.xml", rss(*(rss_item(d) for d in [*days, 1])), etag='"v2"')
+        state = store.poll_state("PyTorch")[0]
+        store.save_fetch_state("PyTorch", dataclasses.replace(state, next_poll_at=None))
+        await queue.app.tasks["poll"].defer_async(show="PyTorch")
+        await queue.drain(["poll"])
+        (job,) = [j for j in queue.jobs("deliver") if j["status"] == "todo"]
+        # As the job leaves it after its last try: its row pending, the job failed.
+        ledger = queue.rt.deliverer.ledger
+        row = NewRow(TEAMS[0], "C0LATE", "episode", late, "old-hash", "PyTorch")
+        owner = f"job:{job['id']}"
+        ledger.run(lambda c: ledger.ensure(c, [row], datetime.now(UTC), owner))
+        with store.engine.begin() as conn:
+            conn.execute(
+                sa.text("UPDATE procrastinate_jobs SET status = 'failed' WHERE id = :i"),
+                {"i": job["id"]},
+            )
+        await queue.app.tasks["recover"].defer_async(timestamp=0)
+        await queue.drain()
+        rows = [r for r in queue.rows() if r.key == late]
+    assert keys_in(slack_fake.messages("C0LATE")) == [*before, late]
+    assert [(r.state, bool(r.ts)) for r in rows] == [("posted", True)]
+
+
 async def fanned_out(queue: Queue) -> list[Delivery]:
     """The poll's episodes stored, and their digests fanned out as every plan but a poll's
     news hands them over (an unchanged poll's, an edit's, the recovery's): ``deliver`` jobs
