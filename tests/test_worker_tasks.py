@@ -308,6 +308,31 @@ async def test_a_late_episode_whose_job_failed_for_good_is_recovered_not_passed_
     assert [(r.state, bool(r.ts)) for r in rows] == [("posted", True)]
 
 
+async def test_why_says_on_its_way_while_the_workspaces_job_waits(
+    queue: Queue, store: Store, slack_fake: SlackFake
+) -> None:
+    """Between the poll and its workspace's job (queued behind the workspace's other jobs)
+    a new episode has no ledger row yet: `why` says it is on its way, not passed over."""
+    from tests.fixtures.app import CHANNEL, TEAM, make_settings
+    from tests.fixtures.control import Clock, app_with_clock, reply_lines
+
+    store.subscribe(TEAM, CHANNEL, "PyTorch", recap=False)
+    await queue.app.tasks["poll"].defer_async(show="PyTorch")
+    await queue.drain(["poll"])  # the workspace's job waits
+    settings = make_settings(
+        slack_fake.api_url, slack_fake.token, shows=queue.rt.settings.shows,
+        database_url=queue.rt.settings.database_url,
+    )  # fmt: skip
+    link = "why <https://example.test/pytorch/2026-10-03>"
+    with app_with_clock(settings, store, slack_fake, Clock(datetime.now(UTC))) as sender:
+        waiting = reply_lines(sender.slash(link).json())[0].split("\n")[-1]
+        await queue.drain()
+        done = reply_lines(sender.slash(link).json())[0].split("\n")[-1]
+    assert waiting == "Planned for this channel and being posted; it should appear within minutes."
+    assert done.startswith("Posted here.")
+    assert keys_in(slack_fake.messages(CHANNEL)) == [KEY]
+
+
 async def fanned_out(queue: Queue) -> list[Delivery]:
     """The poll's episodes stored, and their digests fanned out as every plan but a poll's
     news hands them over (an unchanged poll's, an edit's, the recovery's): ``deliver`` jobs
