@@ -268,6 +268,71 @@ async def test_a_late_backdated_episode_is_planned_by_the_workspaces_jobs(
     assert after == [*before, "PyTorch:pytorch-2026-10-01"]
 
 
+async def test_a_late_episode_whose_job_failed_for_good_is_recovered_not_passed_over(
+    db_url: str, store: Store, slack_fake: SlackFake, feed_server: FeedServer
+) -> None:
+    """The late episode's workspace job recorded its row and then failed on every try (Slack
+    down for the channel): the recovery hands the row to a job naming it, which plans over
+    it whatever its date, and posts it once (it was passed over: its rebuild read the
+    newest episodes only)."""
+    days = list(range(30, 2, -1))
+    url = feed_server.route("/feed.xml", rss(*(rss_item(d) for d in days)), etag='"v1"')
+    settings = settings_for(db_url, url)
+    store.ensure_show("PyTorch", url, "pytorch/pytorch")
+    store.subscribe(TEAMS[0], "C0LATE", "PyTorch", recap=False)
+    late = "PyTorch:pytorch-2026-10-01"
+    async with open_queue(settings, store, slack_fake) as queue:
+        await queue.app.tasks["poll"].defer_async(show="PyTorch")
+        await queue.drain()
+        before = keys_in(slack_fake.messages("C0LATE"))
+        feed_server.route("/feed.xml", rss(*(rss_item(d) for d in [*days, 1])), etag='"v2"')
+        state = store.poll_state("PyTorch")[0]
+        store.save_fetch_state("PyTorch", dataclasses.replace(state, next_poll_at=None))
+        await queue.app.tasks["poll"].defer_async(show="PyTorch")
+        await queue.drain(["poll"])
+        (job,) = [j for j in queue.jobs("deliver") if j["status"] == "todo"]
+        # As the job leaves it after its last try: its row pending, the job failed.
+        ledger = queue.rt.deliverer.ledger
+        row = NewRow(TEAMS[0], "C0LATE", "episode", late, "old-hash", "PyTorch")
+        owner = f"job:{job['id']}"
+        ledger.run(lambda c: ledger.ensure(c, [row], datetime.now(UTC), owner))
+        with store.engine.begin() as conn:
+            conn.execute(
+                sa.text("UPDATE procrastinate_jobs SET status = 'failed' WHERE id = :i"),
+                {"i": job["id"]},
+            )
+        await queue.app.tasks["recover"].defer_async(timestamp=0)
+        await queue.drain()
+        rows = [r for r in queue.rows() if r.key == late]
+    assert keys_in(slack_fake.messages("C0LATE")) == [*before, late]
+    assert [(r.state, bool(r.ts)) for r in rows] == [("posted", True)]
+
+
+async def test_why_says_on_its_way_while_the_workspaces_job_waits(
+    queue: Queue, store: Store, slack_fake: SlackFake
+) -> None:
+    """Between the poll and its workspace's job (queued behind the workspace's other jobs)
+    a new episode has no ledger row yet: `why` says it is on its way, not passed over."""
+    from tests.fixtures.app import CHANNEL, TEAM, make_settings
+    from tests.fixtures.control import Clock, app_with_clock, reply_lines
+
+    store.subscribe(TEAM, CHANNEL, "PyTorch", recap=False)
+    await queue.app.tasks["poll"].defer_async(show="PyTorch")
+    await queue.drain(["poll"])  # the workspace's job waits
+    settings = make_settings(
+        slack_fake.api_url, slack_fake.token, shows=queue.rt.settings.shows,
+        database_url=queue.rt.settings.database_url,
+    )  # fmt: skip
+    link = "why <https://example.test/pytorch/2026-10-03>"
+    with app_with_clock(settings, store, slack_fake, Clock(datetime.now(UTC))) as sender:
+        waiting = reply_lines(sender.slash(link).json())[0].split("\n")[-1]
+        await queue.drain()
+        done = reply_lines(sender.slash(link).json())[0].split("\n")[-1]
+    assert waiting == "Planned for this channel and being posted; it should appear within minutes."
+    assert done.startswith("Posted here.")
+    assert keys_in(slack_fake.messages(CHANNEL)) == [KEY]
+
+
 async def fanned_out(queue: Queue) -> list[Delivery]:
     """The poll's episodes stored, and their digests fanned out as every plan but a poll's
     news hands them over (an unchanged poll's, an edit's, the recovery's): ``deliver`` jobs

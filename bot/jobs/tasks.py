@@ -192,7 +192,10 @@ def rebuild(rt: Runtime, team: str, kind: str, show: str | None, wanted: set[Ide
     items: list[Delivery] = []
     if kind == "episode" and show is not None:
         channels = {channel for _, channel, _, _ in wanted}
-        items = team_digests(rt, settings, team, show, channels)
+        # The episodes named, whatever their date (a late one is not among the newest).
+        prefix = f"{show}:"
+        guids = sorted({k.removeprefix(prefix) for *_, k in wanted if k.startswith(prefix)})
+        items = team_digests(rt, settings, team, show, channels, guids)
     elif kind == "recap":
         items = recoverable_recaps(settings, store, renderer, now, wanted)
     elif kind == "daily":

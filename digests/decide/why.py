@@ -115,9 +115,11 @@ def explain(
     first_seen: datetime | None = None,
     tz: tzinfo = UTC,
     caught_up: Delivered | None = None,
+    planned: bool = False,
 ) -> Why:
     """``caught_up``: the ledger row of the daily channel's catch-up message that lists the
-    episode (it arrived in the pause that ``resume --catch-up`` ended), if there is one."""
+    episode (it arrived in the pause that ``resume --catch-up`` ended), if there is one.
+    ``planned``: a workspace's job about to plan the episode (a poll's news, no row yet)."""
     if episode is None:
         if feed.last_polled_at is None:
             return Why(Reason.NOT_YET_POLLED, when=feed.next_poll_at)
@@ -152,4 +154,6 @@ def explain(
         return Why(Reason.DAILY_ARCHIVE, when=start)
     if sub.paused:
         return Why(Reason.CHANNEL_PAUSED, error=sub.paused_reason)
+    if planned:
+        return Why(Reason.ON_ITS_WAY)
     return Why(Reason.PASSED_OVER)

@@ -32,6 +32,15 @@ _WAITING = sa.text(
     " WHERE task_name = :task AND status IN ('todo', 'doing') AND args ->> :arg IN :values"
 ).bindparams(sa.bindparam("values", expanding=True))
 
+# The per-workspace deliver jobs (bot.jobs.fanout.plan_per_team: task ``deliver``, args
+# team, show and the poll's news as ``guids``) to do or doing.
+_PLANNED = sa.text(
+    "SELECT DISTINCT jsonb_array_elements_text(args -> 'guids') FROM procrastinate_jobs"
+    " WHERE task_name = 'deliver' AND status IN ('todo', 'doing')"
+    " AND args ->> 'team' = :team AND args ->> 'show' = :show"
+    " AND jsonb_typeof(args -> 'guids') = 'array'"
+)
+
 
 @dataclass(frozen=True)
 class QueueCount:
@@ -73,6 +82,16 @@ def waiting_jobs(engine: sa.Engine, task: str, arg: str, values: Sequence[str]) 
     params = {"task": task, "arg": arg, "values": list(values)}
     with wrap_exceptions("reading the job queue", safe_url(engine)), engine.connect() as conn:
         return set(conn.execute(_WAITING, params).scalars())
+
+
+def planned_guids(engine: sa.Engine, team: str, show: str) -> set[str]:
+    """The episodes of ``show`` a workspace's deliver job still to do or doing will plan
+    (a poll's news, before the job has recorded any ledger row). Empty on SQLite."""
+    if engine.dialect.name != "postgresql":
+        return set()
+    params = {"team": team, "show": show}
+    with wrap_exceptions("reading the job queue", safe_url(engine)), engine.connect() as conn:
+        return set(conn.execute(_PLANNED, params).scalars())
 
 
 def refresh_statistics(engine: sa.Engine) -> None:

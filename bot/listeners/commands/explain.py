@@ -63,6 +63,7 @@ from digests.filters import Verdict
 from digests.models import Episode
 from digests.render import escape
 from digests.render.limits import Message
+from digests.store.jobs import planned_guids
 from digests.store.ledger import Ledger
 from digests.types import FetchState, Subscription
 
@@ -124,6 +125,13 @@ def _delivered(deps: Deps, invocation: Invocation, episode: Episode) -> Delivere
     return Delivered(row.state, row.ts, row.error, row.updated_at, row.edited_at)
 
 
+def _planned(deps: Deps, invocation: Invocation, episode: Episode) -> bool:
+    """Whether a job of the workspace's (``digestbot worker``) is about to plan the episode
+    for its channels: a poll's news has no ledger row until that job runs."""
+    planned = planned_guids(deps.store.engine, invocation.team_id, episode.show)
+    return episode.guid in planned
+
+
 def _caught_up(
     deps: Deps,
     invocation: Invocation,
@@ -182,14 +190,16 @@ def why(command: Explain, deps: Deps, invocation: Invocation) -> Message:
     sub = next((s for s in subs if s.show == episode.show), None)
     seen = deps.store.first_seen(episode.show, [episode.guid]).get(episode.guid)
     feed = deps.store.fetch_state(episode.show)
+    delivered = _delivered(deps, invocation, episode)
     answer = explain(
         episode,
         sub,
-        _delivered(deps, invocation, episode),
+        delivered,
         feed,
         first_seen=seen,
         tz=deps.settings.tz,
         caught_up=_caught_up(deps, invocation, sub, episode, seen),
+        planned=delivered is None and _planned(deps, invocation, episode),
     )
     return _reply(answer, episode, episode.show, sub, deps, invocation, feed.read_note)
 
