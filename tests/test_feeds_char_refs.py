@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from digests.parse import lenient, parse_bytes
-from tests.fixtures.cli import run_cli
+from tests.fixtures.cli import parsed_json
 from tests.fixtures.control import CHANNEL, START, Rig
 
 _NS = (
@@ -78,22 +78,14 @@ def _spelled(feed: str, reference: str) -> bytes:
     return feed.replace("{X}", reference).encode()
 
 
-def _cli(data: bytes, path: Path) -> list[dict[str, object]]:
-    path.write_bytes(data)
-    result = run_cli("parse", str(path), "--json", "--repo", "pytorch/pytorch")
-    assert result.returncode == 0, result.stderr
-    episodes: list[dict[str, object]] = json.loads(result.stdout)
-    return episodes
-
-
 @pytest.mark.parametrize("name", list(FEEDS))
 @pytest.mark.parametrize("reference", FORBIDDEN)
 def test_a_feed_reads_as_without_its_references_on_the_command_line(
     name: str, reference: str, tmp_path: Path
 ) -> None:
     feed, count = FEEDS[name]
-    flawed = _cli(_spelled(feed, reference), tmp_path / "flawed.xml")
-    clean = _cli(_spelled(feed, ""), tmp_path / "clean.xml")
+    flawed = parsed_json(_spelled(feed, reference), tmp_path / "flawed.xml")
+    clean = parsed_json(_spelled(feed, ""), tmp_path / "clean.xml")
     assert len(flawed) == count
     assert flawed == clean
     parsed = parse_bytes(_spelled(feed, reference), "feed.xml")
@@ -102,7 +94,7 @@ def test_a_feed_reads_as_without_its_references_on_the_command_line(
 
 
 def test_the_text_and_attributes_are_read_right(tmp_path: Path) -> None:
-    (first, _) = _cli(_spelled(RSS, "&#xD800;"), tmp_path / "feed.xml")
+    (first, _) = parsed_json(_spelled(RSS, "&#xD800;"), tmp_path / "feed.xml")
     assert first["title"] == "PyTorch: Fusion week"
     assert first["guid"] == "r-1"
     assert first["url"] == "https://pod.test/ep/r-1"

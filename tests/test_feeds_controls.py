@@ -21,7 +21,7 @@ from digests.extract.episodes import build_episodes
 from digests.models import Episode
 from digests.parse import parse_bytes
 from digests.parse import text as t
-from tests.fixtures.cli import run_cli
+from tests.fixtures.cli import parsed_json
 from tests.fixtures.control import CHANNEL, START, Rig
 
 _NS = (
@@ -114,21 +114,13 @@ FEEDS = {
 }
 
 
-def _cli(data: bytes, path: Path) -> list[dict[str, object]]:
-    path.write_bytes(data)
-    result = run_cli("parse", str(path), "--json", "--repo", "pytorch/pytorch")
-    assert result.returncode == 0, result.stderr
-    episodes: list[dict[str, object]] = json.loads(result.stdout)
-    return episodes
-
-
 @pytest.mark.parametrize("name", list(FEEDS))
 def test_each_item_reads_as_without_its_controls_on_the_command_line(
     name: str, tmp_path: Path
 ) -> None:
     feed, count, notes = FEEDS[name]
-    flawed = _cli(_spelled(feed, FLAWED), tmp_path / "flawed.xml")
-    clean = _cli(_spelled(feed, CLEAN), tmp_path / "clean.xml")
+    flawed = parsed_json(_spelled(feed, FLAWED), tmp_path / "flawed.xml")
+    clean = parsed_json(_spelled(feed, CLEAN), tmp_path / "clean.xml")
     assert len(flawed) == count
     assert flawed == clean
     parsed = parse_bytes(_spelled(feed, FLAWED), "feed.xml")

@@ -245,27 +245,45 @@ async def test_a_polls_news_is_planned_by_one_job_per_workspace(
     assert not slack_fake.messages("C20000")
 
 
+# More episodes than a plan reads (the newest 25), then one dated before all of them.
+ARCHIVE_DAYS = list(range(30, 2, -1))
+LATE = "PyTorch:pytorch-2026-10-01"
+
+
+@contextlib.asynccontextmanager
+async def polled_archive(
+    db_url: str, store: Store, slack_fake: SlackFake, feed_server: FeedServer
+) -> AsyncIterator[Queue]:
+    """A queue over a feed of ``ARCHIVE_DAYS`` episodes, polled and posted to C0LATE."""
+    url = feed_server.route("/feed.xml", rss(*(rss_item(d) for d in ARCHIVE_DAYS)), etag='"v1"')
+    store.ensure_show("PyTorch", url, "pytorch/pytorch")
+    store.subscribe(TEAMS[0], "C0LATE", "PyTorch", recap=False)
+    async with open_queue(settings_for(db_url, url), store, slack_fake) as queue:
+        await queue.app.tasks["poll"].defer_async(show="PyTorch")
+        await queue.drain()
+        yield queue
+
+
+async def a_late_episode_arrives(queue: Queue, feed_server: FeedServer) -> None:
+    """The feed gains an episode dated before every other (``LATE``); its poll deferred."""
+    feed = rss(*(rss_item(d) for d in [*ARCHIVE_DAYS, 1]))
+    feed_server.route("/feed.xml", feed, etag='"v2"')
+    store = queue.rt.store
+    state = store.poll_state("PyTorch")[0]
+    store.save_fetch_state("PyTorch", dataclasses.replace(state, next_poll_at=None))
+    await queue.app.tasks["poll"].defer_async(show="PyTorch")
+
+
 async def test_a_late_backdated_episode_is_planned_by_the_workspaces_jobs(
     db_url: str, store: Store, slack_fake: SlackFake, feed_server: FeedServer
 ) -> None:
     """An episode that arrives dated before the newest a plan reads is still news: the
     poll hands its guid to the jobs, which plan over it (as `run` does)."""
-    days = list(range(30, 2, -1))
-    url = feed_server.route("/feed.xml", rss(*(rss_item(d) for d in days)), etag='"v1"')
-    settings = settings_for(db_url, url)
-    store.ensure_show("PyTorch", url, "pytorch/pytorch")
-    store.subscribe(TEAMS[0], "C0LATE", "PyTorch", recap=False)
-    async with open_queue(settings, store, slack_fake) as queue:
-        await queue.app.tasks["poll"].defer_async(show="PyTorch")
-        await queue.drain()
+    async with polled_archive(db_url, store, slack_fake, feed_server) as queue:
         before = keys_in(slack_fake.messages("C0LATE"))
-        feed_server.route("/feed.xml", rss(*(rss_item(d) for d in [*days, 1])), etag='"v2"')
-        state = store.poll_state("PyTorch")[0]
-        store.save_fetch_state("PyTorch", dataclasses.replace(state, next_poll_at=None))
-        await queue.app.tasks["poll"].defer_async(show="PyTorch")
+        await a_late_episode_arrives(queue, feed_server)
         await queue.drain()
-    after = keys_in(slack_fake.messages("C0LATE"))
-    assert after == [*before, "PyTorch:pytorch-2026-10-01"]
+    assert keys_in(slack_fake.messages("C0LATE")) == [*before, LATE]
 
 
 async def test_a_late_episode_whose_job_failed_for_good_is_recovered_not_passed_over(
@@ -275,25 +293,14 @@ async def test_a_late_episode_whose_job_failed_for_good_is_recovered_not_passed_
     down for the channel): the recovery hands the row to a job naming it, which plans over
     it whatever its date, and posts it once (it was passed over: its rebuild read the
     newest episodes only)."""
-    days = list(range(30, 2, -1))
-    url = feed_server.route("/feed.xml", rss(*(rss_item(d) for d in days)), etag='"v1"')
-    settings = settings_for(db_url, url)
-    store.ensure_show("PyTorch", url, "pytorch/pytorch")
-    store.subscribe(TEAMS[0], "C0LATE", "PyTorch", recap=False)
-    late = "PyTorch:pytorch-2026-10-01"
-    async with open_queue(settings, store, slack_fake) as queue:
-        await queue.app.tasks["poll"].defer_async(show="PyTorch")
-        await queue.drain()
+    async with polled_archive(db_url, store, slack_fake, feed_server) as queue:
         before = keys_in(slack_fake.messages("C0LATE"))
-        feed_server.route("/feed.xml", rss(*(rss_item(d) for d in [*days, 1])), etag='"v2"')
-        state = store.poll_state("PyTorch")[0]
-        store.save_fetch_state("PyTorch", dataclasses.replace(state, next_poll_at=None))
-        await queue.app.tasks["poll"].defer_async(show="PyTorch")
+        await a_late_episode_arrives(queue, feed_server)
         await queue.drain(["poll"])
         (job,) = [j for j in queue.jobs("deliver") if j["status"] == "todo"]
         # As the job leaves it after its last try: its row pending, the job failed.
         ledger = queue.rt.deliverer.ledger
-        row = NewRow(TEAMS[0], "C0LATE", "episode", late, "old-hash", "PyTorch")
+        row = NewRow(TEAMS[0], "C0LATE", "episode", LATE, "old-hash", "PyTorch")
         owner = f"job:{job['id']}"
         ledger.run(lambda c: ledger.ensure(c, [row], datetime.now(UTC), owner))
         with store.engine.begin() as conn:
@@ -303,8 +310,8 @@ async def test_a_late_episode_whose_job_failed_for_good_is_recovered_not_passed_
             )
         await queue.app.tasks["recover"].defer_async(timestamp=0)
         await queue.drain()
-        rows = [r for r in queue.rows() if r.key == late]
-    assert keys_in(slack_fake.messages("C0LATE")) == [*before, late]
+        rows = [r for r in queue.rows() if r.key == LATE]
+    assert keys_in(slack_fake.messages("C0LATE")) == [*before, LATE]
     assert [(r.state, bool(r.ts)) for r in rows] == [("posted", True)]
 
 
