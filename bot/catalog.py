@@ -39,8 +39,11 @@ def _config(row: AddedRow) -> AddedShow:
 def added_shows(settings: Settings, store: Store) -> list[AddedShow]:
     """The shows added from Slack, every workspace's (a name the config file also has —
     added before the file named it — is the file's)."""
+    rows = store.added_shows()
+    if not rows:
+        return []
     taken = {s.name.casefold() for s in settings.shows}  # as Settings.show compares names
-    return [_config(r) for r in store.added_shows() if r.name.casefold() not in taken]
+    return [_config(r) for r in rows if r.name.casefold() not in taken]
 
 
 def added_show(store: Store, name: str) -> AddedShow | None:
