@@ -3,6 +3,7 @@ tables."""
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,6 +14,7 @@ from digests.decide.deliveries import (
     decide,
     episode_key,
     feed_notice,
+    key_guid,
     matches,
     next_poll_at,
 )
@@ -330,6 +332,14 @@ def test_episode_key_fits_the_ledger_column() -> None:
     assert len(key) <= 300
     assert key != episode_key(SHOW, long_guid + "y")
     assert episode_key(SHOW, "g1") == "PyTorch:g1"
+
+
+def test_key_guid_reads_back_what_episode_key_made() -> None:
+    long_guid = "https://example.test/" + "x" * 400
+    _, digest = key_guid(SHOW, episode_key(SHOW, long_guid))
+    assert digest == hashlib.sha256(long_guid.encode()).hexdigest()
+    assert key_guid(SHOW, episode_key(SHOW, "g1")) == ("g1", None)
+    assert key_guid("Rust", episode_key(SHOW, "g1")) == (None, None)
 
 
 @pytest.mark.parametrize(

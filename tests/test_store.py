@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from bot.jobs.plan import named_episodes
+from digests.decide.deliveries import episode_key
 from digests.models import Episode, PullRequestRef, guid_key
 from digests.store import Store
 from digests.store.schema import episode_prs, episodes
@@ -187,6 +189,15 @@ def test_episode_by_guid_key_finds_long_guids_within_their_show(store: Store) ->
     assert store.episode_by_guid_key("Go", guid_key(long_guid)) is None
     assert store.episode_by_guid_key("PyTorch", guid_key("pytorch-00001")) is None
     assert store.episode_by_guid_key("PyTorch", long_guid) is None
+
+
+def test_ledger_keys_name_their_episodes_long_guids_too(store: Store) -> None:
+    long_guid = "tag:example.test,2026:" + "x" * 3000
+    stored = [make_episode(1, guid=long_guid), make_episode(2)]
+    store.upsert_episodes(stored, SAMPLE_NOW)
+    keys = [episode_key("PyTorch", e.guid) for e in stored] + ["PyTorch:missing", "Rust:g"]
+    found = named_episodes(store, "PyTorch", keys)
+    assert sorted(e.guid for e in found) == sorted(e.guid for e in stored)
 
 
 def test_recent_newest_first_with_filters(filled_store: Store) -> None:

@@ -12,7 +12,7 @@ from bot.catalog import find_show
 from bot.delivery.items import Delivery
 from bot.jobs.enrichment import attach_details
 from config.settings import Settings
-from digests.decide.deliveries import candidate_episodes, decide, episode_key
+from digests.decide.deliveries import candidate_episodes, decide, episode_key, key_guid
 from digests.decide.pr_news import PrNewsDay, news_hash, pr_news
 from digests.models import Episode
 from digests.pulls import pr_key
@@ -121,6 +121,19 @@ def _news(
         for guid, found in days.items()
         if found
     }
+
+
+def named_episodes(store: Store, show: str, keys: Iterable[str]) -> list[Episode]:
+    """The stored episodes of ``show`` that ledger keys (``episode_key``) name."""
+    found: list[Episode] = []
+    for key in sorted(set(keys)):
+        guid, digest = key_guid(show, key)
+        episode = store.episode(show, guid) if guid is not None else None
+        if episode is None and digest is not None:
+            episode = store.episode_by_guid_key(show, digest)
+        if episode is not None:
+            found.append(episode)
+    return found
 
 
 def decide_due(settings: Settings, state: PlanState) -> list[Due]:

@@ -45,7 +45,14 @@ from bot.jobs.enrichment import enrich_shows
 from bot.jobs.fanout import DELIVER, UNFINISHED, defer_deliveries, fan_out, plan_per_team
 from bot.jobs.follows import recoverable_dms
 from bot.jobs.pipeline import plan_show, run_once
-from bot.jobs.plan import active_subscriptions, decide_due, in_date_order, plan_state, render_due
+from bot.jobs.plan import (
+    active_subscriptions,
+    decide_due,
+    in_date_order,
+    named_episodes,
+    plan_state,
+    render_due,
+)
 from bot.jobs.recap import (
     RECAP_GRACE,
     covered_week,
@@ -54,6 +61,7 @@ from bot.jobs.recap import (
     recoverable_recaps,
 )
 from config.settings import Settings
+from digests.models import Episode
 from digests.store import Store
 from digests.store.jobs import refresh_statistics, waiting_jobs
 from digests.store.owners import PASSED, job_owner
@@ -193,9 +201,8 @@ def rebuild(rt: Runtime, team: str, kind: str, show: str | None, wanted: set[Ide
     if kind == "episode" and show is not None:
         channels = {channel for _, channel, _, _ in wanted}
         # The episodes named, whatever their date (a late one is not among the newest).
-        prefix = f"{show}:"
-        guids = sorted({k.removeprefix(prefix) for *_, k in wanted if k.startswith(prefix)})
-        items = team_digests(rt, settings, team, show, channels, guids)
+        news = named_episodes(store, show, (key for *_, key in wanted))
+        items = team_digests(rt, settings, team, show, channels, news)
     elif kind == "recap":
         items = recoverable_recaps(settings, store, renderer, now, wanted)
     elif kind == "daily":
@@ -211,10 +218,10 @@ def team_digests(
     team: str,
     show: str,
     channels: set[str] | None = None,
-    guids: Sequence[str] = (),
+    news: Sequence[Episode] = (),
 ) -> list[Delivery]:
     """The show's digests due in the workspace (in ``channels`` only, when given), planned
-    over its newest episodes and those of ``guids`` whatever their date."""
+    over its newest episodes and ``news`` whatever their date."""
     store = rt.store
     subs = [
         s
@@ -223,7 +230,6 @@ def team_digests(
     ]
     if not subs:
         return []
-    news = [e for guid in guids if (e := store.episode(show, guid)) is not None]
     state = plan_state(settings, store, rt.deliverer.ledger, show, subs, changed=news)
     return render_due(settings, rt.renderer, decide_due(settings, state), state.news)
 
@@ -233,7 +239,8 @@ def planned(rt: Runtime, team: str, show: str, guids: Sequence[str]) -> list[Del
     (:func:`bot.jobs.fanout.plan_per_team`), in the order a channel gets them."""
     settings = live(rt.settings, rt.store)
     teach_repos(rt.renderer, settings, rt.store)
-    return in_date_order(team_digests(rt, settings, team, show, guids=guids))
+    news = [e for guid in guids if (e := rt.store.episode(show, guid)) is not None]
+    return in_date_order(team_digests(rt, settings, team, show, news=news))
 
 
 async def deliver(

@@ -57,6 +57,15 @@ def episode_key(show: str, guid: str) -> str:
     return f"{show[:200]}:sha256:{hashlib.sha256(guid.encode()).hexdigest()}"
 
 
+def key_guid(show: str, key: str) -> tuple[str | None, str | None]:
+    """What ``episode_key`` made ``key`` of: the guid as written, and the sha256 of a long
+    guid it holds instead (either None when the key cannot be that: another show's)."""
+    hashed = f"{show[:200]}:sha256:"
+    digest = key.removeprefix(hashed) if key.startswith(hashed) else None
+    guid = key.removeprefix(f"{show}:") if key.startswith(f"{show}:") else None
+    return guid, digest
+
+
 def matches(episode: Episode, keywords: Filter | Iterable[str]) -> bool:
     """Whether ``episode`` passes a subscription's filter (no terms: every episode).
 
