@@ -520,13 +520,17 @@ def test_a_transcript_repeating_the_description_names_the_prs_of_both() -> None:
     assert episode.pull_requests == tuple(_both_scanned(text))
 
 
+# What the fuzzed transcripts are made of: PR heads, numbers, lists, links and sentence ends.
+_PR_PIECES = [
+    "PR", "PRs", "pull requests", "#", "12", "345", "6789", ",", " and", "&", "commits",
+    "times", "/", "/#7", ".", "!", "?", "…", "the", "fix", "for", "merging", "Rebasing",
+    "https://github.com/o/r/pull/55", "github.com/x/y/pull/66", "-", ":", "No.", "pr-12",
+    "PR2", "pr123",
+]  # fmt: skip
+
+
 def test_a_transcript_repeating_the_description_gives_what_scanning_both_gives() -> None:
-    pieces = [
-        "PR", "PRs", "pull requests", "#", "12", "345", "6789", ",", " and", "&", "commits",
-        "times", "/", "/#7", ".", "!", "?", "…", "the", "fix", "for", "merging", "Rebasing",
-        "https://github.com/o/r/pull/55", "github.com/x/y/pull/66", "-", ":", "No.", "pr-12",
-        "PR2", "pr123", "\n\n", "\n\n", "\n\n", "e.g.", "(",
-    ]  # fmt: skip
+    pieces = [*_PR_PIECES, "\n\n", "\n\n", "\n\n", "e.g.", "("]
     rng = random.Random(20261206)
     for _ in range(3000):
         text = transcript(" ".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))))
@@ -554,12 +558,7 @@ def _led_item(first: str, rest: str) -> RawEntry:
 def test_a_transcript_going_on_from_the_description_gives_what_scanning_both_gives() -> None:
     # The part of the transcript repeating the description is not scanned again: the
     # PRs, their sentences and the count past the cap must be the general scan's.
-    pieces = [
-        "PR", "PRs", "pull requests", "#", "12", "345", "6789", ",", " and", "&", "commits",
-        "times", "/", "/#7", ".", "!", "?", "…", "the", "fix", "for", "merging", "Rebasing",
-        "https://github.com/o/r/pull/55", "github.com/x/y/pull/66", "-", ":", "No.", "pr-12",
-        "PR2", "pr123", "\n\n", "\n\n", "e.g.", "(", "Commits",
-    ]  # fmt: skip
+    pieces = [*_PR_PIECES, "\n\n", "\n\n", "e.g.", "(", "Commits"]
     rng = random.Random(20261207)
     led = 0
     for _ in range(3000):

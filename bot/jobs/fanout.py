@@ -152,5 +152,5 @@ async def plan_per_team(app: App, rt: Runtime, later: Mapping[str, Sequence[str]
     ]
     if jobs:
         await app.job_manager.batch_defer_jobs_async(jobs)
-        log.info("%d workspaces to plan in %d jobs", len(jobs), len(jobs))
+        log.info("%d workspaces to plan their digests, a job each", len(jobs))
     return len(jobs)
