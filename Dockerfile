@@ -2,6 +2,17 @@
 # `digestbot clock` (docker run … digestbot clock). Untested here: the machines this was
 # written on have no Docker engine (docs/operating.md, "Image"); tests/test_deploy.py
 # checks that the install below is the README's.
+# Built in the full image, which has the C compiler setup.py's mypyc build needs (the
+# show-notes hot path compiled, docs/benchmarks.md); run in the slim one, the same /app.
+FROM python:3.12 AS build
+WORKDIR /app
+COPY pyproject.toml setup.py README.md ./
+COPY bot ./bot
+COPY digests ./digests
+COPY config ./config
+# The README's install, with the PostgreSQL driver.
+RUN python3 -m venv .venv && .venv/bin/pip install -e '.[postgres]'
+
 FROM python:3.12-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -11,12 +22,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin digestbot
 WORKDIR /app
-COPY pyproject.toml README.md ./
-COPY bot ./bot
-COPY digests ./digests
-COPY config ./config
-# The README's install, with the PostgreSQL driver.
-RUN python3 -m venv .venv && .venv/bin/pip install -e '.[postgres]'
+COPY --from=build /app /app
 
 ENV PATH=/app/.venv/bin:$PATH \
     PORT=3000 \

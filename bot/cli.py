@@ -100,6 +100,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
         # Only the handler made here: one already there (a test's capture) keeps its format.
         logs.configure(settings, [h for h in logging.getLogger().handlers if h not in before])
         logs.redact_library_logs()  # -v: httpx's request lines without feed credentials
+        _warn_stale_build()
         return _dispatch(args, settings, out)
     except DigestError as exc:
         print(f"{PROG}: error: {exc.format_message()}", file=sys.stderr)
@@ -110,6 +111,19 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
         # `digestbot … | head`: the reader left; say nothing more, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+def _warn_stale_build() -> None:
+    """A compiled module whose source changed since the build runs its old code: said once
+    at start, where a developer who edited it will look (setup.py, digests/native.py)."""
+    from digests import native
+
+    for source in native.stale_modules():
+        logging.getLogger("digestbot").warning(
+            "%s changed after it was compiled: its old code runs until "
+            "`pip install -e .` compiles it again",
+            source,
+        )
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:

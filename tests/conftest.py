@@ -135,8 +135,23 @@ _LONG_FIRST: tuple[tuple[str, str], ...] = (
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    _refuse_a_stale_build()
     _vacuum_once()
     _compile_once()
+
+
+def _refuse_a_stale_build() -> None:
+    """A module compiled by setup.py whose source changed since would be tested as it was
+    before the change: the run stops, saying what to do (digests/native.py)."""
+    from digests import native
+
+    stale = native.stale_modules()
+    if stale:
+        pytest.exit(
+            f"{', '.join(stale)} changed after it was compiled: run `pip install -e .` again "
+            "(or delete its .so to test it as Python)",
+            returncode=3,
+        )
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -14,7 +14,9 @@ parser with this output); and the peak memory of our path (tracemalloc: Python o
 only, not libxml2's tree; measured in a separate run so it does not skew timings). For
 the show notes: parse + extract against podcastparser (target: no slower, though it
 reads less: no HTML to text, no PRs), lxml and feedparser, at 100, 300 and 900 episodes
-(growth: each per episode).
+(growth: each per episode). Where setup.py compiled the hot path (digests/native.py),
+the show notes are timed again in a child process that loads those modules from their
+Python source (tests/pure_python.py), against podcastparser in that process too.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from xml.sax.saxutils import escape
 
 from lxml import etree
 
+from digests import native
 from digests.extract.episodes import build_episodes
 from digests.models import Episode, ParsedSource, PullRequestRef, RawEntry
 from digests.parse import parse_bytes
@@ -312,6 +315,7 @@ _RSS_PROBE = """
 import sys
 from pathlib import Path
 from lxml import etree
+from digests import native
 from digests.extract.episodes import build_episodes
 from digests.parse import ItemHashes, parse_bytes
 from digests.parse.item_hashes import item_spans
@@ -491,9 +495,26 @@ def _podcastparser(data: bytes) -> object:
 
 def _show_notes(args: argparse.Namespace) -> None:
     """The show-notes feed at each size: ours against podcastparser, lxml and feedparser,
-    CPU time, each measured in this run on the same bytes."""
+    CPU time, each measured in this run on the same bytes; then, where the hot path is
+    compiled, the same as Python in a child process."""
+    compiled = native.compiled_modules()
+    print(f"[notes] ours {'compiled: ' + ', '.join(compiled) if compiled else 'as Python'}")
     for episodes in args.notes_episodes:
         _show_notes_at(episodes, args)
+    if compiled and not args.no_python_run:
+        argv = ["--only-notes", "--no-python-run", "--runs", str(args.runs), "--notes-episodes"]
+        argv += [str(n) for n in args.notes_episodes]
+        if args.skip_feedparser:
+            argv.append("--skip-feedparser")
+        subprocess.run([sys.executable, "-c", _AS_PYTHON, *argv], check=True)
+
+
+# The benchmark with the compiled modules loaded from their source (before anything
+# imports them: this module imports the parser).
+_AS_PYTHON = (
+    "import sys; from tests.pure_python import load_as_python; load_as_python(); "
+    "from tests.benchmarks import bench_parse; bench_parse.main()"
+)
 
 
 def _show_notes_at(episodes: int, args: argparse.Namespace) -> None:
@@ -552,6 +573,9 @@ def main() -> None:
     ap.add_argument("--memory-episodes", type=int, default=12_000)
     ap.add_argument("--notes-episodes", type=int, nargs="*", default=[100, 300, 900])
     ap.add_argument("--only-notes", action="store_true", help="just the show-notes feed")
+    ap.add_argument(
+        "--no-python-run", action="store_true", help="no child run of the source as Python"
+    )
     args = ap.parse_args()
     if args.only_notes:
         _show_notes(args)
