@@ -63,7 +63,7 @@ from bot.jobs.recap import (
 from config.settings import Settings
 from digests.models import Episode
 from digests.store import Store
-from digests.store.jobs import refresh_statistics, waiting_jobs
+from digests.store.jobs import held_alone, refresh_statistics, waiting_jobs
 from digests.store.owners import PASSED, job_owner
 from digests.types import Ident
 
@@ -81,6 +81,9 @@ KEEP_HOURS = 24
 DEFER_BATCH = 1000
 ANALYZE_AFTER = 500
 LOCKED = frozenset({"dispatch", "daily", "recap"})
+# recover runs alone by a lock of the database session's instead (``held_alone``): a
+# procrastinate lock held by a stalled recover could only be freed by a recover.
+RECOVER = "digestbot:recover"
 
 
 def runtime(context: JobContext) -> Runtime:
@@ -347,6 +350,17 @@ async def enrich(context: JobContext, repo: str) -> int:
 
 async def recover(context: JobContext, timestamp: int) -> int:
     rt = runtime(context)
+    with contextlib.ExitStack() as held:
+        alone = await asyncio.to_thread(held.enter_context, held_alone(rt.store.engine, RECOVER))
+        if not alone:
+            # Another worker's recover runs (this period's came while it was slow): two
+            # would list the same stalled job, and the second retry would put it back to
+            # do while the first's run of it polls (a show polled twice at once).
+            return 0
+        return await _recover(context, rt)
+
+
+async def _recover(context: JobContext, rt: Runtime) -> int:
     manager = context.app.job_manager
     stalled = await manager.get_stalled_jobs(
         seconds_since_heartbeat=rt.settings.worker_stalled_seconds

@@ -4,7 +4,8 @@ waiting, and the shows whose poll is due; what the dispatch task reads and refre
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -99,3 +100,24 @@ def refresh_statistics(engine: sa.Engine) -> None:
     much of it, before autovacuum gets to it (see migration 0031)."""
     with wrap_exceptions("analysing the job queue", safe_url(engine)), engine.begin() as conn:
         conn.execute(sa.text("ANALYZE procrastinate_jobs"))
+
+
+@contextlib.contextmanager
+def held_alone(engine: sa.Engine, name: str) -> Iterator[bool]:
+    """For the block: whether this process holds the lock ``name`` (a PostgreSQL session
+    advisory lock), one holder at a time across processes. A holder killed mid-way drops
+    it with its connection, so no lock outlives its process. Always held on SQLite (one
+    process)."""
+    if engine.dialect.name != "postgresql":
+        yield True
+        return
+    key = sa.func.hashtext(name)
+    with wrap_exceptions("locking the job queue", safe_url(engine)), engine.connect() as conn:
+        held = bool(conn.execute(sa.select(sa.func.pg_try_advisory_lock(key))).scalar())
+        conn.commit()  # the lock is the session's: no transaction left open while held
+        try:
+            yield held
+        finally:
+            if held:
+                conn.execute(sa.select(sa.func.pg_advisory_unlock(key)))
+                conn.commit()
