@@ -100,7 +100,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
         # Only the handler made here: one already there (a test's capture) keeps its format.
         logs.configure(settings, [h for h in logging.getLogger().handlers if h not in before])
         logs.redact_library_logs()  # -v: httpx's request lines without feed credentials
-        _warn_stale_build()
+        _warn_stale_build(one_shot)
         return _dispatch(args, settings, out)
     except DigestError as exc:
         print(f"{PROG}: error: {exc.format_message()}", file=sys.stderr)
@@ -113,17 +113,21 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
         return 141
 
 
-def _warn_stale_build() -> None:
+def _warn_stale_build(one_shot: bool) -> None:
     """A compiled module whose source changed since the build runs its old code: said once
-    at start, where a developer who edited it will look (setup.py, digests/native.py)."""
+    at start, where a developer who edited it will look (setup.py, digests/native.py). A
+    one-shot command logs errors only, so it says so on stderr as it says its errors."""
     from digests import native
 
     for source in native.stale_modules():
-        logging.getLogger("digestbot").warning(
-            "%s changed after it was compiled: its old code runs until "
-            "`pip install -e .` compiles it again",
-            source,
+        message = (
+            f"{source} changed after it was compiled: its old code runs until "
+            "`pip install -e .` compiles it again"
         )
+        if one_shot:
+            print(f"{PROG}: warning: {message}", file=sys.stderr)
+        else:
+            logging.getLogger("digestbot").warning("%s", message)
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:

@@ -55,3 +55,35 @@ def test_a_source_written_after_its_extension_is_stale(tmp_path: Path) -> None:
     os.utime(source, (3_000, 3_000))
     assert native.written_after(source, extension)
     assert not native.written_after(tmp_path / "gone.py", extension)
+
+
+# The CLI's warning, in a process of its own: its one-shot commands log errors only, so
+# the stale build is made by replacing ``stale_modules`` before ``main`` runs.
+_STALE_CLI = (
+    "import sys\n"
+    "from digests import native\n"
+    "native.stale_modules = lambda: ['/src/digests/parse/text.py']\n"
+    "from bot.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+@pytest.mark.parametrize("args", [["parse", "--json"], ["render"]])
+def test_a_one_shot_command_says_once_that_a_compiled_module_is_stale(
+    tmp_path: Path, args: list[str]
+) -> None:
+    feed = str(ROOT / "tests" / "data" / "feed-rss.xml")
+    run = subprocess.run(
+        [sys.executable, "-c", _STALE_CLI, args[0], feed, *args[1:]],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert "/src/digests/parse/text.py changed after it was compiled" in lines[0]
+    assert "pip install -e ." in lines[0]
