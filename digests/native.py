@@ -35,8 +35,13 @@ def stale_modules() -> list[str]:
 
 
 def written_after(source: Path, extension: Path) -> bool:
-    """Whether ``source`` exists and was written after ``extension`` was built."""
-    return source.exists() and source.stat().st_mtime > extension.stat().st_mtime
+    """Whether ``source`` exists and was written after ``extension`` was built. An
+    extension deleted since counts as older: the module still runs compiled (another
+    compiled module's import loads it from the group's shared library, setup.py's
+    ``digests_native``), as it was built, whatever the source says now."""
+    if not source.exists():
+        return False
+    return not extension.exists() or source.stat().st_mtime > extension.stat().st_mtime
 
 
 def _extension(name: str) -> Path | None:

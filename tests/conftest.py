@@ -149,7 +149,8 @@ def _refuse_a_stale_build() -> None:
     if stale:
         pytest.exit(
             f"{', '.join(stale)} changed after it was compiled: run `pip install -e .` again "
-            "(or delete its .so to test it as Python)",
+            "(to test as Python, delete every compiled file: "
+            "rm digests/*/*.so digests_native__mypyc*.so)",
             returncode=3,
         )
 

@@ -57,6 +57,13 @@ def test_a_source_written_after_its_extension_is_stale(tmp_path: Path) -> None:
     assert not native.written_after(tmp_path / "gone.py", extension)
 
 
+def test_a_source_whose_extension_was_deleted_is_stale(tmp_path: Path) -> None:
+    # The module runs compiled still: the group's shared library loads it for the others.
+    source = tmp_path / "text.py"
+    source.write_text("x = 1\n")
+    assert native.written_after(source, tmp_path / "text.cpython-311-x86_64-linux-gnu.so")
+
+
 # The CLI's warning, in a process of its own: its one-shot commands log errors only, so
 # the stale build is made by replacing ``stale_modules`` before ``main`` runs.
 _STALE_CLI = (
