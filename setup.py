@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from setuptools import setup
 
@@ -20,6 +21,7 @@ _COMPILED = [
     "digests/extract/sentences.py",
     "digests/extract/summary.py",
 ]
+_GROUP = "digests_native"  # the modules' shared library, at the top level
 
 
 def _extensions() -> list[object]:
@@ -28,8 +30,8 @@ def _extensions() -> list[object]:
     try:
         from mypyc.build import mypycify
 
-        extensions = mypycify(_COMPILED, group_name="digests_native")
-    except Exception as err:  # mypy missing or refusing the modules: the Python is whole
+        extensions = mypycify(_COMPILED, group_name=_GROUP)
+    except (Exception, SystemExit) as err:  # mypyc exits on a type error it finds
         print(f"digestbot: not compiled ({err}); the modules run as Python", file=sys.stderr)
         return []
     for extension in extensions:
@@ -37,4 +39,23 @@ def _extensions() -> list[object]:
     return extensions
 
 
-setup(ext_modules=_extensions())
+def remove_built(root: Path) -> list[Path]:
+    """The extensions an earlier compiled install left beside the sources (an editable
+    install builds them there), deleted: Python would load them instead of the .py files."""
+    built = [
+        path
+        for module in _COMPILED
+        for path in (root / module).parent.glob(Path(module).stem + ".*")
+        if path.suffix in (".so", ".pyd")
+    ]
+    built += [path for path in root.glob(f"{_GROUP}__mypyc.*") if path.suffix in (".so", ".pyd")]
+    for path in built:
+        path.unlink()
+    return built
+
+
+if __name__ == "__main__":  # as setuptools runs it
+    extensions = _extensions()
+    if not extensions:
+        remove_built(Path(__file__).resolve().parent)
+    setup(ext_modules=extensions)

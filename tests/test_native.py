@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import subprocess
@@ -94,3 +95,25 @@ def test_a_one_shot_command_says_once_that_a_compiled_module_is_stale(
     assert len(lines) == 1, run.stderr
     assert "/src/digests/parse/text.py changed after it was compiled" in lines[0]
     assert "pip install -e ." in lines[0]
+
+
+def test_an_install_that_does_not_compile_removes_an_earlier_builds_extensions(
+    tmp_path: Path,
+) -> None:
+    # An editable install builds the extensions beside the sources; one that does not
+    # compile (DIGESTBOT_PURE_PYTHON=1, mypy refusing) must not leave them to be loaded.
+    spec = importlib.util.spec_from_file_location("digestbot_setup", ROOT / "setup.py")
+    assert spec is not None and spec.loader is not None
+    setup = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(setup)  # not as __main__: setup() does not run
+    kept = [tmp_path / "digests/parse/text.py", tmp_path / "digests/parse/feeds.so"]
+    built = [
+        tmp_path / "digests/parse/text.cpython-311-x86_64-linux-gnu.so",
+        tmp_path / "digests/extract/prs.cpython-311-x86_64-linux-gnu.so",
+        tmp_path / "digests_native__mypyc.cpython-311-x86_64-linux-gnu.so",
+    ]
+    for path in kept + built:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"")
+    assert sorted(setup.remove_built(tmp_path)) == sorted(built)
+    assert [p.exists() for p in kept + built] == [True, True, False, False, False]
