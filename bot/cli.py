@@ -120,10 +120,7 @@ def _warn_stale_build(one_shot: bool) -> None:
     from digests import native
 
     for source in native.stale_modules():
-        message = (
-            f"{source} changed after it was compiled: its old code runs until "
-            "`pip install -e .` compiles it again"
-        )
+        message = native.stale_message(source)
         if one_shot:
             print(f"{PROG}: warning: {message}", file=sys.stderr)
         else:

@@ -34,6 +34,14 @@ def stale_modules() -> list[str]:
     return stale
 
 
+def stale_message(source: str) -> str:
+    """What to say of a stale module (the CLI's warning, pytest's refusal)."""
+    return (
+        f"{source} changed after it was compiled: its old code runs until "
+        "`pip install -e .` compiles it again"
+    )
+
+
 def written_after(source: Path, extension: Path) -> bool:
     """Whether ``source`` exists and was written after ``extension`` was built. An
     extension deleted since counts as older: the module still runs compiled (another

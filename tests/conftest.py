@@ -148,9 +148,8 @@ def _refuse_a_stale_build() -> None:
     stale = native.stale_modules()
     if stale:
         pytest.exit(
-            f"{', '.join(stale)} changed after it was compiled: run `pip install -e .` again "
-            "(to test as Python, delete every compiled file: "
-            "rm digests/*/*.so digests_native__mypyc*.so)",
+            f"{'; '.join(map(native.stale_message, stale))} (to test as Python, delete "
+            "every compiled file: rm digests/*/*.so digests_native__mypyc*.so)",
             returncode=3,
         )
 

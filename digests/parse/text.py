@@ -570,8 +570,7 @@ def _plain_link(parts: list[str], i: int) -> bool:
 
 
 def _lxml_html_to_text(markup: str) -> str:
-    if _C0.search(markup) is not None:
-        markup = markup.translate(_C0_TEXT)  # as lxml's text could not hold them
+    markup = without_controls(markup)  # as lxml's text could not hold them
     try:
         root = etree.fromstring(markup, html_parser())
     except (etree.ParserError, ValueError):
